@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .compose import Plan, logs_in, reward_model_in
-from .compose.log_checks import LOG_RULES, invalid_log_value
+from .compose.log_checks import LOG_RULES, invalid_log_value, logged_rules
 from .dialects import render
 from .engines.base import Runner
 from .errors import RecsqlError
@@ -19,8 +19,10 @@ def refuse_logs(runner: Runner, plan: Plan, found: dict[str, int]) -> None:
     """Raise for the first check of the logs or the reward model that found something."""
     if found.get("logs_invalid_rows"):
         columns = {"user_id": plan.user_col, "item_id": plan.item_col, "propensity": plan.propensity_col,
-                   "reward": plan.reward_col, "position": plan.position_col or "position"}
-        for internal, (_, rule) in LOG_RULES.items():
+                   "reward": plan.reward_col, "position": plan.position_col or "position",
+                   "slate_propensity": plan.slate_propensity_col, "cascade_propensity": plan.cascade_propensity_col}
+        for internal in logged_rules(plan):
+            rule = LOG_RULES[internal][1]
             where = _count_where(logs_in(plan), invalid_log_value(internal))
             count = runner.fetch_rows(render(where, runner.dialect, pretty=False))[0][0]
             if count:

@@ -77,6 +77,8 @@ class Inputs:
     interaction_weight_col: str | None = None
     position_col: str | None = "position"
     propensity_col: str = "propensity"
+    slate_propensity_col: str | None = None
+    cascade_propensity_col: str | None = None
     reward_col: str = "reward"
     sample_col: str | None = None
     segment_cols: Iterable[str] | str | None = None

@@ -103,6 +103,10 @@ SHARED: tuple[Option, ...] = (
                               "every impression is the one slot)"),
     _column("--propensity-col", "--logs propensity column: the logging policy's probability of the item shown there "
                                 "(default: propensity)"),
+    _column("--slate-propensity-col", "--logs column of the logging policy's probability of the whole logged slate, "
+                                      "the same on each of its rows (slate_ips; default: none)"),
+    _column("--cascade-propensity-col", "--logs column of the logging policy's probability of the slate's items at "
+                                        "positions 1..k, on the row of position k (slate_rips; default: none)"),
     _column("--reward-col", "--logs reward column, and --reward-model's predicted reward (default: reward)"),
     _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
                             "every per-user value the mean over the run's samples)"),
@@ -127,7 +131,7 @@ SHARED: tuple[Option, ...] = (
     _input("--intents", "judgments per intent (user, item, intent, relevance): path or table (alpha_ndcg, err_ia, "
                         "nrbp, nnrbp, p_ia, s_recall)"),
     _input("--logs", "logged impressions (user or context, item, position, propensity, reward): path or table "
-                     "(ips, snips, dm, dr, switch_dr, ess, max_weight)"),
+                     "(ips, snips, dm, dr, switch_dr, ess, max_weight; slates: slate_ips, slate_iips, slate_rips)"),
     _input("--reward-model", "a reward model's predictions (user, item, reward): path or table (dm, dr, switch_dr)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
            "user): path or table; each run is evaluated within each segment (the population taken within it)",

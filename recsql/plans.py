@@ -41,7 +41,8 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, inline=get_dialect(target).inline,
         dialect=target, sample_col=cols["sample_col"], interaction_weight_col=cols["interaction_weight_col"],
-        position_col=cols["position_col"],
+        position_col=cols["position_col"], slate_propensity_col=cols["slate_propensity_col"],
+        cascade_propensity_col=cols["cascade_propensity_col"],
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     if relations.get("intents") is not None:  # to_sql and dbt read no table: the intents' grades in relevance_col
@@ -172,6 +173,18 @@ def _log_columns(sources: dict[str, Source], cols: dict[str, Any]) -> dict[str, 
                              ("reward_col", "reward")):
             found[option] = resolve_column(logs, cols[option], option)
             require_number(logs, found[option], what)
+        for option, what in (("slate_propensity_col", "slate propensity (the logging policy's probability of the "
+                                                      "whole slate)"),
+                             ("cascade_propensity_col", "cascade propensity (the logging policy's probability of the "
+                                                        "slate's positions up to this one)")):
+            if cols[option]:
+                found[option] = resolve_column(logs, cols[option], option)
+                require_number(logs, found[option], what)
+    else:
+        named = next((o for o in ("slate_propensity_col", "cascade_propensity_col") if cols[o]), None)
+        if named:
+            raise RecsqlError(f"{named}={cols[named]!r} names a column of logs, which were not given: pass logs= "
+                              "(CLI --logs) or leave the option out")
     if "reward_model" in sources:
         found["model_reward_col"] = resolve_column(sources["reward_model"], cols["reward_col"], "reward_col")
         require_number(sources["reward_model"], found["model_reward_col"], "predicted reward")

@@ -13,7 +13,9 @@
 --   expected_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
 --   features_in(item_id, feature, value)       item feature vectors as rows (diversity by features)
 --   intents_in(user_id, item_id, intent, relevance)  judgments per intent (intent-aware metrics)
---   logs_in(user_id, item_id, position, propensity, reward)  logged impressions (off-policy estimators)
+--   logs_in(user_id, item_id, position, propensity, reward, slate_propensity, cascade_propensity)  logged
+--                                              impressions (off-policy estimators; the slate's joint and
+--                                              cascade propensities NULL unless given: slate estimators)
 --   reward_model_in(user_id, item_id, reward)  a reward model's predictions (dm, dr, switch_dr)
 -- `run_keys` stands for the run key columns (_run0, _run1, ...); the composer expands it, or
 -- removes it when the recommendations carry no run keys. The lists are judged against truth as it
@@ -65,7 +67,9 @@
 --          intent_depths): the normalisers' positions, ideal_gain the greedy ideal's gain there
 --   src 18 logged impression of logs, per run, user_id NULL (feature logs: the off-policy estimators): the
 --          target's probability of the logged item at the logged position under target = list and
---          target = scores, the logging propensity and reward, the reward model's predictions (log_*)
+--          target = scores, the logging propensity and reward, the reward model's predictions (log_*);
+--          for the slate estimators (feature log_slates; the slate is the context's logged rows) the slate's
+--          first row, the list's probability of the whole slate and of its positions up to this one
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -731,14 +735,28 @@ log_rows AS (
     -- the item at the logged position, else 0) and target = scores (the recs' score of the item, the
     -- position not read); the logging propensity and reward; the reward model's prediction of the logged
     -- (context, item) and its value of each target at the context (list: the item the list puts at the
-    -- logged position, 0 where it puts none; scores: Σ_a π_e(a|x) q̂(x, a))
+    -- logged position, 0 where it puts none; scores: Σ_a π_e(a|x) q̂(x, a)). For the slate estimators (feature
+    -- log_slates; a logged slate is the rows of one context): the slate's first row (the slates' count), the
+    -- list's probability of the whole slate (1 where it puts every logged item of the slate at its logged
+    -- position) and of the slate's positions up to this one (peers at one position included), and the logging
+    -- policy's joint and cascade propensities as logged (their windows computed only where a metric reads them:
+    -- the composer drops the columns nobody reads)
     SELECT runs.run_keys, CASE WHEN l.position < 0 THEN l.user_id END AS user_id, 18 AS src,
         CAST(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END AS DOUBLE) AS log_pe_list,
         CAST(COALESCE(-c.ord, 0) AS DOUBLE) AS log_pe_scores,
         CAST(l.propensity AS DOUBLE) AS log_propensity, CAST(l.reward AS DOUBLE) AS log_reward,
         CAST(qf.reward AS DOUBLE) AS log_q_factual,
         CAST(COALESCE(qa.reward, 0) AS DOUBLE) AS log_q_list,
-        CAST(COALESCE(p.policy_q, 0) AS DOUBLE) AS log_q_scores
+        CAST(COALESCE(p.policy_q, 0) AS DOUBLE) AS log_q_scores,
+        CAST(CASE WHEN ROW_NUMBER() OVER (PARTITION BY runs.run_keys, l.user_id ORDER BY l.position) = 1
+                  THEN 1 ELSE 0 END AS BIGINT) AS log_slate_first,
+        CAST(MIN(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END)
+             OVER (PARTITION BY runs.run_keys, l.user_id) AS DOUBLE) AS log_pe_slate,
+        CAST(MIN(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END)
+             OVER (PARTITION BY runs.run_keys, l.user_id ORDER BY l.position
+                   RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS DOUBLE) AS log_pe_cascade,
+        CAST(l.slate_propensity AS DOUBLE) AS log_slate_propensity,
+        CAST(l.cascade_propensity AS DOUBLE) AS log_cascade_propensity
     FROM logs_in AS l
     CROSS JOIN runs
     LEFT JOIN list_rows AS s ON s.run_keys = runs.run_keys AND s.user_id = l.user_id AND s.item_id = l.item_id
@@ -835,7 +853,10 @@ stacked AS (
     SELECT run_keys, user_id, src, CAST(log_pe_list AS DOUBLE) AS log_pe_list,
         CAST(log_pe_scores AS DOUBLE) AS log_pe_scores, CAST(log_propensity AS DOUBLE) AS log_propensity,
         CAST(log_reward AS DOUBLE) AS log_reward, CAST(log_q_factual AS DOUBLE) AS log_q_factual,
-        CAST(log_q_list AS DOUBLE) AS log_q_list, CAST(log_q_scores AS DOUBLE) AS log_q_scores
+        CAST(log_q_list AS DOUBLE) AS log_q_list, CAST(log_q_scores AS DOUBLE) AS log_q_scores,
+        CAST(log_slate_first AS BIGINT) AS log_slate_first, CAST(log_pe_slate AS DOUBLE) AS log_pe_slate,
+        CAST(log_pe_cascade AS DOUBLE) AS log_pe_cascade, CAST(log_slate_propensity AS DOUBLE) AS log_slate_propensity,
+        CAST(log_cascade_propensity AS DOUBLE) AS log_cascade_propensity
     FROM log_rows
     UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
@@ -865,6 +886,7 @@ ranked AS (
         s.bias_listed, s.bias_unseen, s.bias_hits, s.bias_relevant,
         s.ee_model, s.ee_patience, s.ee_utility, s.ee_exposure, s.ee_target,
         s.log_pe_list, s.log_pe_scores, s.log_propensity, s.log_reward, s.log_q_factual, s.log_q_list, s.log_q_scores,
+        s.log_slate_first, s.log_pe_slate, s.log_pe_cascade, s.log_slate_propensity, s.log_cascade_propensity,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s

@@ -80,7 +80,10 @@ def side_inputs(draw) -> dict:
     # logged impressions, one per (user, item, position), of users with and without lists (7 has none), and
     # a reward model predicting every (user, item)
     logs = [{"user_id": u, "item_id": i, "position": p, "propensity": draw(st.sampled_from([0.1, 0.25, 0.5, 1.0])),
-             "reward": draw(st.sampled_from([0.0, 1.0, 0.5, -1.0]))}
+             "reward": draw(st.sampled_from([0.0, 1.0, 0.5, -1.0])),
+             # the slate estimators' joint and cascade propensities (the formulas read each row's)
+             "slate_propensity": draw(st.sampled_from([0.01, 0.05, 0.125, 1.0])),
+             "cascade_propensity": draw(st.sampled_from([0.02, 0.1, 0.25, 1.0]))}
             for u, i, p in draw(st.lists(st.tuples(st.sampled_from(USERS + [7]), st.sampled_from(ITEMS),
                                                    st.integers(1, 3)), unique=True))]
     reward_model = [{"user_id": u, "item_id": i, "reward": draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))}
@@ -108,7 +111,8 @@ def evaluate(metrics: list[recsql.Metric], recs, truth, side: dict, dense: bool)
         catalog=frame(side["catalog"], {"item_id": "int64"}), expected_recs=frame(side["baseline"], RECS),
         intents=frame(side["intents"], {"user_id": "int64", "item_id": "int64", "intent": "object", "relevance": "float64"}),
         logs=frame(side["logs"], {"user_id": "int64", "item_id": "int64", "position": "int64", "propensity": "float64",
-                                  "reward": "float64"}),
+                                  "reward": "float64", "slate_propensity": "float64", "cascade_propensity": "float64"}),
+        slate_propensity_col="slate_propensity", cascade_propensity_col="cascade_propensity",
         reward_model=frame(side["reward_model"], {"user_id": "int64", "item_id": "int64", "reward": "float64"}),
         item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
                                                                    "value": "float64"}))

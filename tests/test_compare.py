@@ -699,6 +699,7 @@ def exposure_runs(draw):
 WEIGHTED = {"exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "pop_rsp", "pop_reo"}
 # The off-policy estimators are global too, recomputed over resampled logs (tests/test_compare_logged.py)
 OFF_POLICY = frozenset(name for name, spec in registry().items() if spec.family == "off_policy")
+SLATES = frozenset(name for name in OFF_POLICY if "log_slates" in registry()[name].features({}))  # refused
 GLOBAL = tuple(name for name, spec in registry().items()
                if spec.population == "global" and name not in WEIGHTED and name not in OFF_POLICY)
 
@@ -716,10 +717,23 @@ def test_every_global_metric_of_the_registry_has_a_resampled_form():
     for name in WEIGHTED:
         assert "reads" in resampling_refusal(name) and weighted_refusal(recsql.parse_metric(f"{name}@4")) is None, name
     assert "exposure" in weighted_refusal(recsql.parse_metric("gini@4"))
-    assert OFF_POLICY >= {"ips", "snips", "dm", "dr", "switch_dr", "ess", "max_weight"}
+    assert OFF_POLICY >= {"ips", "snips", "dm", "dr", "switch_dr", "ess", "max_weight", "slate_ips", "slate_iips",
+                          "slate_rips"}
 
 
-@pytest.mark.parametrize("name", sorted(OFF_POLICY))
+@pytest.mark.parametrize("name", sorted(SLATES))
+def test_compare_refuses_the_slate_estimators(name):
+    """A resample repeats a context's logged rows, which a slate estimator would read as one slate."""
+    recs = pd.DataFrame({"model": ["a", "a", "b", "b"], "user_id": [1, 1, 1, 1], "item_id": [1, 2, 2, 1],
+                         "score": [2.0, 1.0, 2.0, 1.0]})
+    logs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "position": [1, 2], "propensity": [0.5, 0.5],
+                         "reward": [1.0, 0.0], "slate_p": [0.25, 0.25], "cascade_p": [0.5, 0.25]})
+    with pytest.raises(recsql.RecsqlError, match=f"'{name}' is a slate estimator, and compare does not resample"):
+        recsql.compare(recs, None, [name], logs=logs, slate_propensity_col="slate_p", cascade_propensity_col="cascade_p",
+                       run_cols="model")
+
+
+@pytest.mark.parametrize("name", sorted(OFF_POLICY - SLATES))
 def test_compare_resamples_the_off_policy_estimators_and_refuses_them_with_truth_per_run_or_segments(name):
     """Each estimator is compared (its numbers: tests/test_compare_logged.py); with truth per run or within
     segments, as the global metrics recomputed over weighted lists, it is refused, naming it and the way to

@@ -33,6 +33,9 @@ CASES = {
     "logs": dict(metrics=["ndcg@10", "ips", "ips(cap=5)", "snips", "dm", "dr(cap=5)", "switch_dr(tau=5)", "ess",
                           "max_weight", "ips(target=scores)", "dm(target=scores)"],
                  logs="analytics.logs", reward_model="analytics.reward_model", run_cols=["model"]),
+    # the slate estimators: the logged slates' windows and their joint and cascade propensities
+    "slates": dict(metrics=["slate_ips", "slate_iips", "slate_rips"], logs="analytics.logs", run_cols=["model"],
+                   slate_propensity_col="slate_propensity", cascade_propensity_col="cascade_propensity"),
 }
 
 
@@ -68,10 +71,13 @@ def analytics():
     con.execute("CREATE SCHEMA analytics")
     for name in ("recs", "truth", "items"):
         con.execute(f"CREATE TABLE analytics.{name} AS SELECT * FROM read_parquet('{DATA / (name + '.parquet')}')")
-    # logged impressions of the truth's items (positions 1-3, propensities 0.2-0.6, the relevance as reward) and a
-    # reward model predicting every (user, item) of recs and truth
+    # logged impressions of the truth's items (positions 1-3, propensities 0.2-0.6, the relevance as reward; a
+    # user's rows its slate, with joint and cascade propensities) and a reward model predicting every (user, item)
+    # of recs and truth
     con.execute("CREATE TABLE analytics.logs AS SELECT user_id, item_id, 1 + item_id % 3 AS position, "
-                "0.2 + 0.1 * (item_id % 5) AS propensity, CAST(relevance AS DOUBLE) AS reward FROM analytics.truth")
+                "0.2 + 0.1 * (item_id % 5) AS propensity, CAST(relevance AS DOUBLE) AS reward, "
+                "0.01 + 0.01 * (user_id % 4) AS slate_propensity, 0.4 - 0.1 * (item_id % 3) AS cascade_propensity "
+                "FROM analytics.truth")
     con.execute("CREATE TABLE analytics.reward_model AS SELECT user_id, item_id, 0.1 * (item_id % 7) AS reward FROM "
                 "(SELECT user_id, item_id FROM analytics.recs UNION SELECT user_id, item_id FROM analytics.truth)")
     yield con

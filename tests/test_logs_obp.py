@@ -1,7 +1,10 @@
 """The off-policy estimators (docs/guide/logs.md) equal obp's own (Open Bandit Pipeline 0.5.7, Saito
 et al. 2021) to 1e-9 on its SyntheticBanditDataset: three seeds, a deterministic target policy (the
 argmax of its scores, given to recsql as a ranked list: target=list) and a stochastic one (softmax of
-its scores, given as the recs' scores: target=scores), every estimator with and without clipping.
+its scores, given as the recs' scores: target=scores), every estimator with and without clipping. The
+slate estimators equal obp's SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS on its
+SyntheticSlateBanditDataset (five seeds, sizes, slate lengths and reward structures), a deterministic
+target ranking given as a list.
 
 obp runs once, in its own virtual environment (``RECSQL_OBP_VENV``, default ``~/.cache/recsql-obp``,
 installed by ``.ci/engines.sh`` from ``.ci/obp-requirements.txt``: obp declares Python < 3.11 and pins
@@ -48,3 +51,20 @@ def test_the_estimators_equal_obps(obp_cases):
         for metric, want in case["expected"].items():
             value = float(got[metric].iloc[0])
             assert math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-9), (case["case"], metric, value, want)
+
+
+def test_the_slate_estimators_equal_obps(obp_cases):
+    out = obp_cases[0]
+    cases = json.loads((out / "slate_cases.json").read_text(encoding="utf-8"))
+    assert len(cases) == 5
+    for case in cases:
+        # the target agrees with some logged slates and some positions, and not with all of them
+        assert 0 < case["matched"]["slates"] < case["n_slates"], case
+        folder = out / "slates" / case["case"]
+        logs, recs = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs"))
+        got = recsql.evaluate(recs, None, list(case["expected"]), logs=logs, slate_propensity_col="slate_propensity",
+                              cascade_propensity_col="cascade_propensity").summary
+        assert sorted(case["expected"]) == ["slate_iips", "slate_ips", "slate_rips"]
+        for metric, want in case["expected"].items():
+            value = float(got[metric].iloc[0])
+            assert want != 0 and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-9), (case["case"], metric, value, want)

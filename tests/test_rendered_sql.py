@@ -88,6 +88,10 @@ def _alone(name: str) -> tuple[str, dict]:
         inputs["logs"] = "db.logs"
     if "reward_model" in needs:
         inputs["reward_model"] = "db.reward_model"
+    if "slate_propensity" in needs:
+        inputs["slate_propensity_col"] = "slate_propensity"
+    if "cascade_propensity" in needs:
+        inputs["cascade_propensity_col"] = "cascade_propensity"
     return str(metric), inputs
 
 

@@ -21,7 +21,8 @@ from recsql.metrics import registry
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
 SIDE = dict(items="analytics.items", interactions="analytics.interactions", catalog="analytics.catalog",
             expected_recs="analytics.baseline", item_features="analytics.features", intents="analytics.intents",
-            logs="analytics.logs", reward_model="analytics.reward_model")
+            logs="analytics.logs", reward_model="analytics.reward_model", slate_propensity_col="slate_propensity",
+            cascade_propensity_col="cascade_propensity")
 
 
 def every_metric() -> list[str]:

@@ -189,7 +189,7 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
                               also=exp.LT(this=exp.column("weight"), expression=exp.Literal.number(0))))
         names.append("interactions_invalid_rows")
     if plan.logs is not None and "logs_in" in read:  # whatever ``duplicates`` says (recsql/compose/log_checks.py)
-        parts += [_invalid("logs_in", [], [], "logs_invalid_rows", LOGS_ROWS, also=invalid_log_row()),
+        parts += [_invalid("logs_in", [], [], "logs_invalid_rows", LOGS_ROWS, also=invalid_log_row(plan)),
                   _extra_copies("logs_in", LOG_KEYS, "logs_duplicate_rows")]
         names += ["logs_invalid_rows", "logs_duplicate_rows"]
     if plan.reward_model is not None and "reward_model_in" in read:

@@ -161,19 +161,28 @@ def intents_in(plan: Plan) -> exp.Select:
 
 
 def logs_in(plan: Plan) -> exp.Select:
-    """Logged impressions as (user_id, item_id, position, propensity, reward): the context, the item shown,
-    its position (1 for every row when the logs have no position column), the logging policy's propensity
-    of that item there, and the reward observed. Every row: a duplicated impression is refused by the
+    """Logged impressions as (user_id, item_id, position, propensity, reward, slate_propensity,
+    cascade_propensity): the context, the item shown, its position (1 for every row when the logs have no
+    position column), the logging policy's propensity of that item there, the reward observed, and for the
+    slate estimators the logging policy's probability of the whole slate and of its positions up to this
+    one (NULL when not logged). Every row: a duplicated impression is refused by the
     checks, whatever ``duplicates`` says (docs/guide/logs.md)."""
     if plan.logs is None:
         return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("position", "BIGINT"),
-                      ("propensity", "DOUBLE"), ("reward", "DOUBLE"))
+                      ("propensity", "DOUBLE"), ("reward", "DOUBLE"), ("slate_propensity", "DOUBLE"),
+                      ("cascade_propensity", "DOUBLE"))
     position = quoted_column(plan.position_col) if plan.position_col else exp.Literal.number(1)
+    # the slate's joint and cascade propensities: NULL when not logged (the slate estimators that read one
+    # refuse logs without it: recsql/compose/needs.py)
+    slate, cascade = (quoted_column(c) if c else exp.null() for c in (plan.slate_propensity_col,
+                                                                       plan.cascade_propensity_col))
     runs = [_id(plan, c, r, "logs") for c, r in zip(input_runs(plan), internal_runs(plan))] if plan.logs_has_runs else []
     return exp.select(*runs, _id(plan, plan.user_col, "user_id", "logs"), _id(plan, plan.item_col, "item_id", "logs"),
                       exp.alias_(exp.cast(position, "DOUBLE"), "position"),
                       exp.alias_(exp.cast(quoted_column(plan.propensity_col), "DOUBLE"), "propensity"),
-                      exp.alias_(exp.cast(quoted_column(plan.reward_col), "DOUBLE"), "reward")).from_(plan.logs.copy())
+                      exp.alias_(exp.cast(quoted_column(plan.reward_col), "DOUBLE"), "reward"),
+                      exp.alias_(exp.cast(slate, "DOUBLE"), "slate_propensity"),
+                      exp.alias_(exp.cast(cascade, "DOUBLE"), "cascade_propensity")).from_(plan.logs.copy())
 
 
 def reward_model_in(plan: Plan) -> exp.Select:

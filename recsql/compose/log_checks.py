@@ -3,7 +3,8 @@ one query's ``checks`` row like the other inputs', which recsql/compose/checks.p
 
 - ``logs_invalid_rows``: rows of logs with a NULL context, item, position, propensity or reward, a NaN or
   infinite number, a propensity outside (0, 1] (a zero propensity cannot weigh an impression: the
-  estimators divide by it) or a position that is not a whole number >= 1;
+  estimators divide by it) or a position that is not a whole number >= 1; and, where logs carry them (the
+  slate estimators'), a slate or cascade propensity that is NULL or outside (0, 1];
 - ``logs_duplicate_rows``: extra copies of a (context, item, position) impression, whatever
   ``duplicates`` says: two rows of one impression are two observations or one logged twice, and only the
   user can tell (give each request its own context id);
@@ -37,7 +38,22 @@ LOG_RULES = {
     "reward": (None, "a reward must be a finite number (0 for no click)"),  # NULL or not finite
     "position": ("position IS NULL OR NOT (position >= 1 AND position = FLOOR(position) AND position < 1E15)",
                  "a position must be a whole number >= 1 (1 is the first slot)"),
+    # checked only when logged (slate_propensity_col, cascade_propensity_col): logged_rules
+    "slate_propensity": ("slate_propensity IS NULL OR NOT (slate_propensity > 0 AND slate_propensity <= 1)",
+                         "a slate propensity is the logging policy's probability of the whole logged slate, in (0, 1]"),
+    "cascade_propensity": ("cascade_propensity IS NULL OR NOT (cascade_propensity > 0 AND cascade_propensity <= 1)",
+                           "a cascade propensity is the logging policy's probability of the slate's items at positions "
+                           "1..k (on the row of position k), in (0, 1]"),
 }
+
+# LOG_RULES' columns that only some logs have, by the plan's option naming them (None: not logged, not checked)
+OPTIONAL_LOG_COLUMNS = {"slate_propensity": "slate_propensity_col", "cascade_propensity": "cascade_propensity_col"}
+
+
+def logged_rules(plan: object) -> list[str]:
+    """LOG_RULES' columns checked on ``plan``'s logs: every one but the optional columns not logged."""
+    return [column for column in LOG_RULES
+            if column not in OPTIONAL_LOG_COLUMNS or getattr(plan, OPTIONAL_LOG_COLUMNS[column])]
 
 
 def invalid_log_value(column: str) -> exp.Expression:
@@ -48,9 +64,9 @@ def invalid_log_value(column: str) -> exp.Expression:
     return exp.condition(condition)
 
 
-def invalid_log_row() -> exp.Expression:
-    """A row of logs_in that breaks any of LOG_RULES."""
-    return exp.or_(*[invalid_log_value(column) for column in LOG_RULES])
+def invalid_log_row(plan: object) -> exp.Expression:
+    """A row of logs_in that breaks any of LOG_RULES checked on ``plan``'s logs."""
+    return exp.or_(*[invalid_log_value(column) for column in logged_rules(plan)])
 
 
 MISSING_PREDICTIONS = """

@@ -28,6 +28,14 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
     "logs": ({"logs"}, "needs logged impressions: pass logs= with columns {user} (the context), {item} (the item "
                        "shown), {position} (optional: 1 for every row when absent), {propensity} (the logging "
                        "policy's probability of that item there, in (0, 1]) and {reward}"),
+    # the slate estimators' logged propensities of a slate: columns of logs, "given" when their option names one
+    "slate_propensity": ({"slate_propensity"}, "needs each logged slate's joint propensity, the logging policy's "
+                                               "probability of the whole slate (the same on each of its rows): pass "
+                                               "slate_propensity_col='<column>' naming that column of logs"),
+    "cascade_propensity": ({"cascade_propensity"}, "needs the logging policy's cascade propensity of each logged row, "
+                                                   "its probability of the slate's items at positions 1..k on the row "
+                                                   "of position k: pass cascade_propensity_col='<column>' naming that "
+                                                   "column of logs"),
     "reward_model": ({"reward_model"}, "needs a reward model: pass reward_model= with columns {user}, {item} and "
                                        "{reward} (the predicted reward of each logged and recommended item)"),
     "truth": ({"truth"}, "needs truth (relevance judgments): pass truth= with columns {user} and {item}"),
@@ -93,10 +101,19 @@ def _alternatives(metric: Metric, given: set[str], names: dict[str, str]) -> str
     return "".join(out)
 
 
+def logged_columns(logs: object, slate_propensity_col: str | None, cascade_propensity_col: str | None) -> set[str]:
+    """The optional columns of logs given, as the needs they meet (``slate_propensity``, ``cascade_propensity``)."""
+    if logs is None:
+        return set()
+    return {need for need, column in (("slate_propensity", slate_propensity_col),
+                                      ("cascade_propensity", cascade_propensity_col)) if column}
+
+
 def plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
     """The roles a plan was given and its column names, for :func:`check_inputs`."""
     given = {role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents",
                                "logs", "reward_model") if getattr(plan, role) is not None}
+    given |= logged_columns(plan.logs, plan.slate_propensity_col, plan.cascade_propensity_col)
     return given, dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
                        category=plan.category_col, features=plan.features_col, feature=plan.feature_col,
                        value=plan.value_col, intent=plan.intent_col, position=plan.position_col or "position",

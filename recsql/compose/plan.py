@@ -117,6 +117,10 @@ class Plan:
     reward_model: exp.Expression | None = None
     position_col: str | None = "position"  # None: every logged impression is the one slot (position 1)
     propensity_col: str = "propensity"
+    # the slate estimators' logged propensities of each slate (None: not logged): the joint one of the whole
+    # slate, the same on each of its rows, and the cascade one of its positions up to the row's
+    slate_propensity_col: str | None = None
+    cascade_propensity_col: str | None = None
     reward_col: str = "reward"
     model_reward_col: str | None = None  # the reward model's reward column as it spells it (None: reward_col)
     # The logs carry the run keys: each run estimated on its own rows of them (recsql.compare's resampled

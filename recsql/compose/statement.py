@@ -188,6 +188,11 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
         raise RecsqlError(f"metric {str(scored)!r} reads the recs' scores as the target policy's probabilities, and "
                           f"these recs are ordered by rank_col={plan.rank_col!r}: pass score_col='<probability "
                           "column>' instead, or target=list (the list's own positions)")
+    slates = next((m for m in logged if "log_slates" in m.spec.features(m.all_options())), None)
+    if slates is not None and not plan.position_col:
+        raise RecsqlError(f"metric {str(slates)!r} reads each logged slate's positions, and these logs have no position "
+                          "column: pass position_col='<column>' (1 is the first slot), or use the estimators of one "
+                          "slot (ips, snips, ...)")
     if plan.segment_cols or plan.sampled:
         raise RecsqlError(f"metric {str(logged[0])!r} with {'segments' if plan.segment_cols else 'sample_col'} is not "
                           "supported yet: evaluate the off-policy estimators without them")

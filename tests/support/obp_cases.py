@@ -11,6 +11,16 @@ as the recs' scores) and obp's estimate of each recsql metric. Logs come from ob
 SyntheticBanditDataset (logistic rewards, a linear behaviour policy); the reward model is the true
 expected reward plus seeded noise. ``ess`` and ``max_weight`` (not estimators of obp) are computed here
 from obp's own importance weights, action_dist[i, a_i, 0] / pscore_i.
+
+The slate estimators' cases (OUT_DIR/slates/<case>/{logs,recs}.parquet and OUT_DIR/slate_cases.json) come
+from obp's SyntheticSlateBanditDataset (several seeds, sizes, slate lengths and reward structures; a logging
+policy that ranks without replacement, as a list does): one row per (slate, position), the
+slate id the context, obp's 0-based position + 1, and its three propensities (joint, of the item at its
+position, cascade). The target is a deterministic ranking of every item per slate: the logged slate's
+first m items (m drawn from 0..len_list, so that targets agree with the logged slates on every prefix
+length) then the other items in a random order. obp computes its probabilities itself
+(obtain_pscore_given_evaluation_policy_logit, from logits 1000 apart, whose softmax is exactly 1 and 0),
+and its SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS estimate the target's value.
 """
 from __future__ import annotations
 
@@ -20,9 +30,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from obp.dataset import SyntheticBanditDataset, linear_behavior_policy, logistic_reward_function
+from obp.dataset import (SyntheticBanditDataset, SyntheticSlateBanditDataset, linear_behavior_policy,
+                         linear_behavior_policy_logit, linear_reward_function, logistic_reward_function)
 from obp.ope import (DirectMethod, DoublyRobust, InverseProbabilityWeighting,
-                     SelfNormalizedInverseProbabilityWeighting, SwitchDoublyRobust)
+                     SelfNormalizedInverseProbabilityWeighting, SlateIndependentIPS, SlateRewardInteractionIPS,
+                     SlateStandardIPS, SwitchDoublyRobust)
 from obp.utils import softmax
 
 SEEDS = (1, 7, 42)
@@ -82,9 +94,67 @@ def case(seed: int, target: str, out: Path) -> dict:
     return {"case": folder.name, "seed": seed, "target": target, "expected": expected}
 
 
+# (seed, n_rounds, n_unique_action, len_list, reward_type, reward_structure)
+SLATE_CASES = ((1, 300, 5, 3, "binary", "cascade_additive"),
+               (7, 600, 4, 3, "continuous", "standard_additive"),
+               (42, 400, 6, 4, "binary", "independent"),
+               (3, 800, 4, 2, "binary", "cascade_decay"),
+               (11, 500, 5, 3, "continuous", "standard_decay"))
+
+
+def _target_logits(action: np.ndarray, n_rounds: int, n_items: int, len_list: int, rng: np.random.Generator) -> np.ndarray:
+    """Per slate, a ranking of every item (the logged slate's first m items, then the others shuffled) as
+    logits 1000 apart (the first item the largest)."""
+    logits = np.zeros((n_rounds, n_items))
+    for i, logged in enumerate(action.reshape(n_rounds, len_list)):
+        head = list(dict.fromkeys(logged[:rng.integers(0, len_list + 1)]))
+        rest = [a for a in rng.permutation(n_items) if a not in head]
+        for rank, item in enumerate(head + rest):
+            logits[i, item] = 1000.0 * (n_items - rank)
+    return logits
+
+
+def slate_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_type: str, structure: str,
+               out: Path) -> dict:
+    common = dict(n_unique_action=n_items, len_list=len_list, dim_context=3, reward_type=reward_type,
+                  reward_structure=structure, random_state=seed,
+                  base_reward_function=logistic_reward_function if reward_type == "binary" else linear_reward_function)
+    data = SyntheticSlateBanditDataset(**common, behavior_policy_function=linear_behavior_policy_logit)
+    feedback = data.obtain_batch_bandit_feedback(n_rounds=n_rounds, return_pscore_item_position=True)
+    logits = _target_logits(feedback["action"], n_rounds, n_items, len_list, np.random.default_rng(seed + 2000))
+    pe_slate, pe_item_position, pe_cascade = data.obtain_pscore_given_evaluation_policy_logit(
+        action=feedback["action"], evaluation_policy_logit_=logits, return_pscore_item_position=True)
+    folder = out / "slates" / f"seed{seed}_n{n_rounds}_a{n_items}_l{len_list}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"user_id": feedback["slate_id"].astype("int64"), "item_id": feedback["action"].astype("int64"),
+                  "position": feedback["position"].astype("int64") + 1,
+                  "propensity": feedback["pscore_item_position"].astype("float64"),
+                  "slate_propensity": feedback["pscore"].astype("float64"),
+                  "cascade_propensity": feedback["pscore_cascade"].astype("float64"),
+                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    users = np.repeat(np.arange(n_rounds), n_items)
+    pd.DataFrame({"user_id": users, "item_id": np.tile(np.arange(n_items), n_rounds),
+                  "score": logits.reshape(-1) / 1000.0}).to_parquet(folder / "recs.parquet")
+    given = dict(slate_id=feedback["slate_id"], reward=feedback["reward"], position=feedback["position"])
+    expected = {
+        "slate_ips": SlateStandardIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore=feedback["pscore"], evaluation_policy_pscore=pe_slate),
+        "slate_iips": SlateIndependentIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore_item_position=feedback["pscore_item_position"],
+            evaluation_policy_pscore_item_position=pe_item_position),
+        "slate_rips": SlateRewardInteractionIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore_cascade=feedback["pscore_cascade"], evaluation_policy_pscore_cascade=pe_cascade)}
+    # how many slates and positions the target matches: the test asserts the cases weigh something
+    matched = {"slates": int((pe_slate[::len_list] == 1).sum()), "positions": int((pe_item_position == 1).sum())}
+    return {"case": folder.name, "n_slates": n_rounds, "expected": {k: float(v) for k, v in expected.items()},
+            "matched": matched}
+
+
 def main(out: Path) -> None:
     cases = [case(seed, target, out) for seed in SEEDS for target in ("list", "scores")]
     (out / "cases.json").write_text(json.dumps(cases, indent=1), encoding="utf-8")
+    slates = [slate_case(*spec, out) for spec in SLATE_CASES]
+    (out / "slate_cases.json").write_text(json.dumps(slates, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

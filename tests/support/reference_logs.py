@@ -11,6 +11,14 @@ The target's probability π_e(a | x, p) of the logged item a at the logged posit
 position): target = list, 1 if the user's list (score descending, ties by item id ascending) holds a
 at position p, else 0; target = scores, the recs' score of (x, a), 0 for an item the recs do not hold
 (the position is not read). w_i = π_e / π0, the logged propensity. Empty recs are no run: no value.
+
+The slate estimators (target = list only) read a logged slate as the rows of one user (the context), with
+their positions, and each row's slate_propensity (π0 of the whole slate) and cascade_propensity (π0 of the
+slate's items at positions 1..k, on the row of position k); they average over the slates, not the rows:
+slate_ips Σ_rows 1{list holds every logged item of the slate where it was logged} / slate_propensity · r,
+slate_iips Σ_rows 1{list holds the row's item there} / propensity · r, slate_rips Σ_rows 1{list holds every
+logged item at positions <= the row's where it was logged} / cascade_propensity · r, each / the number of
+slates (McInerney et al., KDD 2020).
 """
 from __future__ import annotations
 
@@ -22,7 +30,11 @@ DEFAULTS = {
     "switch_dr": {"target": "list", "tau": None},
     "ess": {"target": "list"},
     "max_weight": {"target": "list"},
+    "slate_ips": {},
+    "slate_iips": {},
+    "slate_rips": {},
 }
+SLATES = {"slate_ips", "slate_iips", "slate_rips"}
 NEEDS_MODEL = {"dm", "dr", "switch_dr"}
 
 
@@ -41,7 +53,7 @@ def _number(value):
 def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
     """The estimate of ``name`` (a key of DEFAULTS) with ``options``; None where the formula has no value
     (no logged impression, or a zero denominator)."""
-    opts = {**DEFAULTS[name], **(options or {})}
+    opts = {"target": "list", **DEFAULTS[name], **(options or {})}  # the slate estimators' target: the list
     if name in NEEDS_MODEL and reward_model is None:
         raise ValueError(f"{name} needs a reward model")
     lists = _lists(recs, use_rank)
@@ -67,6 +79,8 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
     n = len(logs)
     if n == 0 or not recs:  # no impression, or no run (the runs are those of recs): no value
         return None
+    if name in SLATES:
+        return _slate_estimate(name, logs, pi_e)
     w = [pi_e(row) / row["propensity"] for row in logs]
     r = [row["reward"] for row in logs]
     if name == "ips":
@@ -92,3 +106,23 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
         return sum(d + (wi if tau is None or wi <= tau else 0.0) * (ri - f)
                    for d, wi, ri, f in zip(dm, w, r, factual)) / n
     raise ValueError(f"unknown estimator {name!r}")
+
+
+def _slate_estimate(name, logs, pi_e):
+    """A slate estimator's value: per slate (a user's logged rows) the sum of its rows' weighted rewards,
+    averaged over the slates."""
+    slates = {}
+    for row in logs:
+        slates.setdefault(row["user_id"], []).append(row)
+    total = 0.0
+    for rows in slates.values():
+        for row in rows:
+            if name == "slate_iips":
+                weight = pi_e(row) / row["propensity"]
+            elif name == "slate_ips":
+                weight = min(pi_e(other) for other in rows) / row["slate_propensity"]
+            else:  # slate_rips: the positions up to the row's (rows at the same position included)
+                weight = min(pi_e(other) for other in rows if other["position"] <= row["position"]) \
+                    / row["cascade_propensity"]
+            total += weight * row["reward"]
+    return total / len(slates)
