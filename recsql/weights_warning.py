@@ -1,7 +1,8 @@
 """The warning on the importance weights of the off-policy estimators (docs/guide/logs.md, "Diagnostics").
 
 Whenever :func:`recsql.evaluate` computes an off-policy estimator that weighs the impressions (``family:
-off_policy``: ips, snips, dr, switch_dr; not dm, which reads no weight), it also computes the effective
+off_policy``: ips, snips, dr, switch_dr; not dm, which reads no weight, nor the slate estimators, whose weights
+are per slate), it also computes the effective
 sample size of the same target's weights in the same statement (:func:`diagnostics`: ``ess`` with that
 ``target=``, left out of the result when it was not asked; it reads the stage rows the estimator reads, so
 it costs one more aggregate), and the logged impressions n (the checks' count of the logs). A run whose
@@ -55,9 +56,15 @@ def _estimators(metrics: Sequence[Metric]) -> dict[str, list[Metric]]:
     ess and max_weight)."""
     found: dict[str, list[Metric]] = {}
     for m in metrics:
-        if m.spec.family == ESTIMATORS_FAMILY and m.name not in UNWEIGHED:
+        if m.spec.family == ESTIMATORS_FAMILY and m.name not in UNWEIGHED and not _slate(m):
             found.setdefault(m.all_options()["target"], []).append(m)
     return found
+
+
+def _slate(m: Metric) -> bool:
+    """A slate estimator: its weights are per slate or per prefix of one, not the impressions' that ``ess`` reads
+    (no warning for them yet)."""
+    return "log_slates" in m.spec.features(m.all_options())
 
 
 def _ess(target: str) -> Metric:
