@@ -83,8 +83,8 @@ def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) ->
 
 
 _ITEM_RULES = {"price": "a price must be a finite number >= 0", "probability": "a probability must be in [0, 1]",
-               "head": "a head flag (head_col, CLI --head-col) must be true/false or 1/0, and set for every item of "
-                       "items (an item without one would fall in neither head nor tail)"}
+               "head": "a head flag (head_col=) must be true/false or 1/0, and set for every item of items (an "
+                       "item without one would fall in neither head nor tail)"}
 
 
 def _explain_items(runner: Runner, plan: Plan, found: int) -> RecsqlError:

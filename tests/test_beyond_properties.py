@@ -251,8 +251,8 @@ def test_head_col_refuses_what_would_give_another_number():
     with pytest.raises(recsql.RecsqlError, match=r"head= sizes the head by a share of interactions.*drop head=, or "
                                                  r"write split=interactions"):
         recsql.evaluate(recs, None, ["aplt(head=0.5)@5"], items=items, head_col="is_head")
-    with pytest.raises(recsql.RecsqlError, match=r"needs the items' head flags \(split=items\).*head_col= \(CLI "
-                                                 r"--head-col, dbt head_col\)"):
+    with pytest.raises(recsql.RecsqlError, match=r"needs the items' head flags \(split=items\).*name that column: "
+                                                 r"head_col="):
         recsql.evaluate(recs, None, ["lt_coverage(split=items)@5"], items=items)
     with pytest.raises(recsql.RecsqlError, match=r"head_col='is_head' names the items column flagging the head, but "
                                                  r"items= was not given"):
@@ -263,7 +263,7 @@ def test_head_col_refuses_what_would_give_another_number():
         flagged = pd.DataFrame({"item_id": [1, 2], "is_head": pd.Series(bad, dtype=object if None in bad or
                                                                           isinstance(bad[0], str) else None)})
         with pytest.raises(recsql.RecsqlError, match=r"items column 'is_head' has 1 invalid value\(s\): a head flag "
-                                                     r"\(head_col, CLI --head-col\) must be true/false or 1/0"):
+                                                     r"\(head_col=\) must be true/false or 1/0"):
             recsql.evaluate(recs, None, ["aclt@5"], items=flagged, head_col="is_head")
     # the items' flags alone: no interactions needed
     assert recsql.evaluate(recs, None, ["aplt@5"], items=items, head_col="is_head").summary["aplt@5"].iloc[0] == 0

@@ -33,7 +33,7 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
     "truth": ({"truth"}, "needs truth (relevance judgments): pass truth= with columns {user} and {item}"),
     # given as the pseudo-input "head_col": items= and head_col= both given (given_roles)
     "head": ({"head_col"}, "needs the items' head flags (split=items): pass items= with columns {item} and a head flag "
-                           "(true/false or 1/0), and name that column: head_col= (CLI --head-col, dbt head_col)"),
+                           "(true/false or 1/0), and name that column: head_col="),
     "interactions_or_expected_recs": ({"interactions", "expected_recs"}, "needs expected_recs= (another recommender's lists) or "
                                  "interactions= (its k most popular items are then the expected lists)"),
 }
@@ -56,7 +56,7 @@ def given_roles(roles: set[str], head_col: str | None) -> set[str]:
     a head_col without items is refused."""
     if head_col and "items" not in roles:
         raise RecsqlError(f"head_col={head_col!r} names the items column flagging the head, but items= was not given: "
-                          "pass items= (CLI --items) with columns item and that flag, or leave head_col out")
+                          "pass items= with the item column and that flag, or leave head_col= out")
     return roles | {"head_col"} if head_col else roles
 
 
