@@ -29,7 +29,7 @@ EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "
 # evaluate's options that describe the columns and definitions (checked together by checked_options).
 COLUMN_OPTIONS = ("user_col", "item_col", "score_col", "rank_col", "relevance_col", "price_col", "threshold",
                   "population", "duplicates", "convention", "ties", *EXTRA_COLUMNS, "interaction_weight_col", "sample_col",
-                  "position_col", "slate_propensity_col", "cascade_propensity_col")
+                  "position_col", "slate_propensity_col", "cascade_propensity_col", "head_col")
 
 
 def checked_options(**cols: Any) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def _number(value: Any) -> Any:
 _REQUIRED_COLUMNS = ("user_col", "item_col", "price_col", "probability_col", "category_col", "features_col",
                      "feature_col", "value_col", "intent_col", "propensity_col", "reward_col")
 _OPTIONAL_COLUMNS = ("score_col", "rank_col", "relevance_col", "interaction_weight_col", "sample_col", "position_col",
-                     "slate_propensity_col", "cascade_propensity_col")
+                     "slate_propensity_col", "cascade_propensity_col", "head_col")
 # Columns of the summary / per-user rows recsql adds beside the run keys.
 _OUTPUT_COLUMNS = ("n_users", "n_users_with_recs", "users_without_recs", "recs_users_without_truth", *DIAGNOSTICS)
 

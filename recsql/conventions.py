@@ -226,7 +226,10 @@ def resolve_metric(metric: Metric, name: str) -> Metric:
     defaults = convention(name).defaults.get(metric.name, {})
     options = dict(metric.options)
     options.update({opt: value for opt, value in defaults.items() if opt not in metric.explicit})
-    return type(metric)(metric.name, metric.k, **options)  # a Metric, built without importing its module
+    resolved = type(metric)(metric.name, metric.k, **options)  # a Metric, built without importing its module
+    # the options the user wrote stay written, those at their default too (split=interactions beside head_col)
+    resolved.explicit = resolved.explicit | metric.explicit
+    return resolved
 
 
 def measure_rule(rules: dict[str, MeasureRule], metric: Metric) -> MeasureRule | None:

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from sqlglot import exp
 
-from .compose import (ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, expected_in, input_runs, intents_in, internal_runs,
+from .compose import (ITEM_VALUES, ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, expected_in, input_runs, intents_in, internal_runs,
                       not_finite, quoted_column, recs_in, truth_in, truth_runs, whole_id)
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
@@ -82,25 +82,30 @@ def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) ->
                        f"{', '.join(map(repr, columns))}; recsql needs them set and finite: drop or fill those rows first")
 
 
-_ITEM_RULES = {"price": "a price must be a finite number >= 0", "probability": "a probability must be in [0, 1]"}
+_ITEM_RULES = {"price": "a price must be a finite number >= 0", "probability": "a probability must be in [0, 1]",
+               "head": "a head flag (head_col=) must be true/false or 1/0, and set for every item of items (an "
+                       "item without one would fall in neither head nor tail)"}
 
 
 def _explain_items(runner: Runner, plan: Plan, found: int) -> RecsqlError:
     """The error for ``found`` invalid rows of items: a NULL item id, or a price or probability a
     metric reads that is out of its range (compose.ITEM_VALUE_INVALID)."""
-    columns = {"item_id": plan.item_col, "price": plan.price_col, "probability": plan.probability_col}
+    columns = {"item_id": plan.item_col, "price": plan.price_col, "probability": plan.probability_col,
+               "head": plan.head_col}
     checks = {"item_id": exp.Is(this=quoted_column(plan.item_col), expression=exp.null())}
     for name, invalid in ITEM_VALUE_INVALID.items():
         if name in plan.item_needs:
-            checks[name] = invalid(exp.cast(quoted_column(columns[name]), "DOUBLE"))
+            checks[name] = invalid(ITEM_VALUES[name](quoted_column(columns[name])))
     query = exp.select(*[exp.alias_(_count(c), n) for n, c in checks.items()]).from_(plan.items.copy())
     counts = dict(zip(checks, runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]))
     for name, count in counts.items():
         if count:
             rule = _ITEM_RULES.get(name, "every item id must be set")
-            return RecsqlError(f"items column {columns[name]!r} has {int(count)} invalid value(s): {rule} (NaN and "
-                               f"infinity are not; NULL is no value: the item adds nothing); fix or drop those rows")
-    return RecsqlError(f"items has {found} invalid row(s) (a NULL item id, or a price or probability out of range)")
+            kind = ("NULL is no flag" if name == "head" else
+                    "NaN and infinity are not; NULL is no value: the item adds nothing")
+            return RecsqlError(f"items column {columns[name]!r} has {int(count)} invalid value(s): {rule} ({kind}); "
+                               "fix or drop those rows")
+    return RecsqlError(f"items has {found} invalid row(s) (a NULL item id, or a price, probability or head flag out of range)")
 
 
 def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_columns: list[str]) -> RecsqlError:

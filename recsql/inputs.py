@@ -70,6 +70,7 @@ class Inputs:
     ties: str | None = None
     probability_col: str = "probability"
     category_col: str = "category"
+    head_col: str | None = None
     features_col: str = "features"
     feature_col: str = "feature"
     value_col: str = "value"

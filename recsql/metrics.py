@@ -84,7 +84,12 @@ class Metric:
         return values
 
     def __str__(self) -> str:
-        opts = ",".join(f"{k}={v}" for k, v in self.options)
+        # an option the inputs may choose (_input_fitted), written at its default, is named: split=interactions
+        # beside head_col is not the metric head_col moves to split=items
+        written = dict(self.options)
+        pinned = self.explicit & _input_fitted(self) - set(written)
+        opts = ",".join(f"{k}={written[k] if k in written else self.spec.params[k].default}"
+                        for k in self.spec.params if k in written or k in pinned)
         return f"{self.name}{f'({opts})' if opts else ''}{'' if self.k is None else f'@{self.k}'}"
 
     def __repr__(self) -> str:
@@ -213,6 +218,15 @@ def _foreign(text: str) -> list[Metric] | None:
     return metrics
 
 
+def _input_fitted(metric: Metric) -> set[str]:
+    """The enum options whose choices need different inputs (novelty's ``p``, the long-tail metrics'
+    ``split``): the inputs given may move them when not written (recsql/compose/needs.py, fit_to_inputs),
+    so written explicitly they tell two spellings apart, as a convention's options do."""
+    options = metric.all_options()
+    return {name for name, param in metric.spec.params.items() if param.kind == "enum" and
+            len({frozenset(metric.spec.requires({**options, name: c})) for c in param.choices}) > 1}
+
+
 def parse_metrics(metrics) -> list[Metric]:
     """Parse a list of names / Metric objects (a single string is one metric; trec_eval's
     ``P.5,10`` is two, ``P_5`` and ``P_10``). A metric asked twice, under any spelling (``P@10``,
@@ -230,7 +244,7 @@ def parse_metrics(metrics) -> list[Metric]:
         for metric in (_foreign(item) if isinstance(item, str) else None) or [parse_metric(item)]:
             # explicit options a convention would otherwise set make two equal metrics different
             conventional = {opt for c in CONVENTIONS.values() for opt in c.defaults.get(metric.name, {})}
-            key = (metric, metric.explicit & frozenset(conventional))
+            key = (metric, metric.explicit & frozenset(conventional | _input_fitted(metric)))
             named = [m for m in parsed if m.column.lower() == metric.column.lower()]
             if key in seen or any(metric == m for m in named):
                 continue

@@ -92,6 +92,9 @@ SHARED: tuple[Option, ...] = (
     _column("--price-col", "items price column (default: price)"),
     _column("--probability-col", "items probability column (novelty p=items)"),
     _column("--category-col", "items category column (diversity)"),
+    _column("--head-col", "items column flagging the short head, true/false or 1/0 (the long-tail metrics aplt, aclt, "
+                          "lt_coverage, pop_reo, pop_rsp then split head and tail by it, not by interactions' "
+                          "share; default: none)"),
     _column("--features-col", "items feature-vector array column (DuckDB)"),
     _column("--feature-col", "--item-features feature column (default: feature)"),
     _column("--value-col", "--item-features value column (default: value)"),

@@ -24,7 +24,7 @@ EXTRA_INPUTS = ROLES[2:]
 
 
 # Items columns read for a metric's needs (recsql/compose/needs.py _REQUIREMENTS): need -> column option.
-_ITEM_NEEDS = {"price": "price_col", "probability": "probability_col", "category": "category_col"}
+_ITEM_NEEDS = {"price": "price_col", "probability": "probability_col", "category": "category_col", "head": "head_col"}
 
 
 def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any], target: str, **resolved: Any) -> Plan:
@@ -42,7 +42,7 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, inline=get_dialect(target).inline,
         dialect=target, sample_col=cols["sample_col"], interaction_weight_col=cols["interaction_weight_col"],
         position_col=cols["position_col"], slate_propensity_col=cols["slate_propensity_col"],
-        cascade_propensity_col=cols["cascade_propensity_col"],
+        cascade_propensity_col=cols["cascade_propensity_col"], head_col=cols["head_col"],
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     if relations.get("intents") is not None:  # to_sql and dbt read no table: the intents' grades in relevance_col
@@ -110,7 +110,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         for need, option in _ITEM_NEEDS.items():
             if need in needs:
                 item_columns[option] = resolve_column(sources["items"], cols[option], option)
-                if need != "category":
+                if need not in ("category", "head"):  # a head flag: true/false or 1/0, checked in the query
                     require_number(sources["items"], item_columns[option], need)
         if "features" in needs and "item_features" not in sources:
             item_columns["features_col"] = resolve_column(sources["items"], cols["features_col"], "features_col")

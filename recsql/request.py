@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .compose import Plan, check_inputs, fit_to_inputs, logged_columns
+from .compose import Plan, check_inputs, fit_to_inputs, given_roles
 from .engines import runner_for
 from .engines.base import Runner
 from .errors import RecsqlError
@@ -39,7 +39,7 @@ def checked_request(metrics: Any, inputs: Inputs, *, con: Any = None, progress: 
         raise RecsqlError("recs is required: the recommendations to evaluate")
     given_inputs = inputs.given()
     given = {role for role, obj in given_inputs.items() if obj is not None}
-    given |= logged_columns(inputs.logs, inputs.slate_propensity_col, inputs.cascade_propensity_col)
+    given = given_roles(given, inputs.head_col, inputs.slate_propensity_col, inputs.cascade_propensity_col)
     parsed = [fit_to_inputs(m, given) for m in parsed]  # novelty: p=items when only items are given
     check_inputs(parsed, given, {need: getattr(inputs, f"{need}_col") for need in
                                  ("user", "item", "price", "probability", "category", "features", "feature", "value",

@@ -6,7 +6,8 @@
 --                                              run (recsql.compare's resamples; without it every list weighs
 --                                              1, and the composer writes 1 in its place)
 --   truth_in(run_keys?, user_id, item_id, relevance)
---   items_in(item_id, price, probability, category)
+--   items_in(item_id, price, probability, category, head)   head: the item's head flag (1 head, 0 tail: the
+--                                              long-tail metrics' split = items; NULL when no metric reads it)
 --   interactions_in(user_id, item_id, weight)  training interactions (popularity, novelty); weight: the
 --                                              interaction's in a user's history (NULL: unweighted)
 --   catalog_in(item_id)                        the catalog (coverage, gini)
@@ -50,8 +51,8 @@
 --          weight (feature attention: exposure_gini, exposure_entropy, lt_coverage), user_id NULL
 --   src 15 group (items category) of a run's top `cut` lists with its attention per item and merit
 --          under one position weight (feature attention_groups: exposure_disparity), user_id NULL
---   src 16 item seen in interactions, per run and cutoff, with the counts of pop_rsp and pop_reo over the
---          users with a list and truth (feature popularity_bias), user_id NULL
+--   src 16 item seen in interactions or flagged head or tail in items, per run and cutoff, with the counts of
+--          pop_rsp and pop_reo over the users with a list and truth (feature popularity_bias), user_id NULL
 --   The rows of src 14, 15 and 16 count each user's list list_weight times (attention, merit, the users and
 --   listings of popularity_bias): a run's weighted users, as recsql.compare's bootstrap draws them. Those of
 --   src 5 count every list once (compare recounts them itself, sql/_compare_global.sql).
@@ -82,7 +83,8 @@
 -- n_rel (R: the user's relevant truth items), n_nonrel (the user's judged non-relevant truth items),
 -- n_truth (the user's truth rows, unjudged ones included), price; from interactions n_seen (users who
 -- saw the item), pop_rank (1 = the most seen, ties by item id), seen_before (the interactions of the
--- items ranked before it: the short head's running share) and seen_total (every interaction).
+-- items ranked before it: the short head's running share) and seen_total (every interaction); from items
+-- in_head (the item's head flag, 1 head, 0 tail) and n_tail (the items flagged tail: feature tail_items).
 -- With ties = "average" (list_judged replaced by sql/_ties_average.sql), a list row's hit, gain and
 -- gain_exp are the means over its tie group (so hits_cum is not an integer there and the metrics
 -- using it refuse that rule), and tie_miss is the factor of P(no hit in the top k) (hit_rate).
@@ -228,6 +230,10 @@ item_popularity AS (
 ),
 interaction_users AS (
     SELECT CAST(COUNT(DISTINCT user_id) AS BIGINT) AS u_seen FROM interactions_in
+),
+tail_items AS (
+    -- the items flagged tail (head = 0) in items: the long tail's size under split = items (lt_coverage)
+    SELECT CAST(COUNT(DISTINCT item_id) AS BIGINT) AS n_tail FROM items_in WHERE head = 0
 ),
 catalog_items AS (
     SELECT DISTINCT item_id FROM catalog_in
@@ -398,12 +404,19 @@ bias_listed AS (
     GROUP BY l.run_keys, c.k, l.item_id
 ),
 bias_rows AS (
-    -- every item seen in interactions, per run and cutoff (feature popularity_bias: pop_rsp, pop_reo)
+    -- every item seen in interactions, and every item flagged head or tail in items (split = items; NULL
+    -- seen_before: in neither group of split = interactions), per run and cutoff (feature popularity_bias:
+    -- pop_rsp, pop_reo)
     SELECT r.run_keys, r.no_user AS user_id, 16 AS src, r.cut, p.item_id,
         COALESCE(s.listed, 0) AS bias_listed, r.n_users - COALESCE(t.trained, 0) AS bias_unseen,
         COALESCE(s.listed_relevant, 0) AS bias_hits, COALESCE(v.relevant_unseen, 0) AS bias_relevant
     FROM bias_runs AS r
-    CROSS JOIN item_popularity AS p
+    CROSS JOIN (
+        SELECT item_id FROM item_popularity
+        UNION ALL
+        SELECT h.item_id FROM items_in AS h LEFT JOIN item_popularity AS q ON h.item_id = q.item_id
+        WHERE h.head IS NOT NULL AND q.item_id IS NULL
+    ) AS p
     LEFT JOIN bias_listed AS s ON r.run_keys = s.run_keys AND r.cut = s.cut AND p.item_id = s.item_id
     LEFT JOIN bias_seen AS t ON r.run_keys = t.run_keys AND p.item_id = t.item_id
     LEFT JOIN bias_relevant AS v ON r.run_keys = v.run_keys AND p.item_id = v.item_id
@@ -875,6 +888,7 @@ ranked AS (
         s.tie_miss,
         COALESCE(u.n_rel, 0) AS n_rel, COALESCE(u.n_nonrel, 0) AS n_nonrel, COALESCE(u.n_truth, 0) AS n_truth,
         CAST(i.price AS DOUBLE) AS price, CAST(i.probability AS DOUBLE) AS probability, i.category AS category,
+        i.head AS in_head,
         s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
         s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
@@ -888,7 +902,7 @@ ranked AS (
         s.log_pe_list, s.log_pe_scores, s.log_propensity, s.log_reward, s.log_q_factual, s.log_q_list, s.log_q_scores,
         s.log_slate_first, s.log_pe_slate, s.log_pe_cascade, s.log_slate_propensity, s.log_cascade_propensity,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
-        iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
+        iu.u_seen AS u_seen, cs.n_catalog AS n_catalog, tl.n_tail AS n_tail
     FROM stacked AS s
     LEFT JOIN truth_users AS u ON s.run_keys = u.run_keys AND s.user_id = u.user_id
     LEFT JOIN items_in AS i ON s.item_id = i.item_id
@@ -898,5 +912,6 @@ ranked AS (
     LEFT JOIN intent_users AS ius ON s.user_id = ius.user_id
     CROSS JOIN interaction_users AS iu
     CROSS JOIN catalog_size AS cs
+    CROSS JOIN tail_items AS tl
 )
 SELECT * FROM ranked

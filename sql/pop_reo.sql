@@ -2,12 +2,12 @@
 -- family: long_tail
 -- k: required
 -- population: global
--- params: head number in (0, 1] = 0.8
--- needs: interactions; truth
+-- params: head number in (0, 1] = 0.8; split enum(interactions, items) = interactions
+-- needs: interactions; truth; head if split = items
 -- stage: popularity_bias; popularity
--- let: head_row = src = 16 AND cut = $k AND seen_before < $head * seen_total; tail_row = src = 16 AND cut = $k AND seen_before >= $head * seen_total; p_head = CAST(SUM(CASE WHEN head_row() THEN bias_hits END) AS DOUBLE) / NULLIF(SUM(CASE WHEN head_row() THEN bias_relevant END), 0); p_tail = CAST(SUM(CASE WHEN tail_row() THEN bias_hits END) AS DOUBLE) / NULLIF(SUM(CASE WHEN tail_row() THEN bias_relevant END), 0)
+-- let: head_row = src = 16 AND cut = $k AND (($split = 'items' AND in_head = 1) OR ($split = 'interactions' AND seen_before < $head * seen_total)); tail_row = src = 16 AND cut = $k AND (($split = 'items' AND in_head = 0) OR ($split = 'interactions' AND seen_before >= $head * seen_total)); p_head = CAST(SUM(CASE WHEN head_row() THEN bias_hits END) AS DOUBLE) / NULLIF(SUM(CASE WHEN head_row() THEN bias_relevant END), 0); p_tail = CAST(SUM(CASE WHEN tail_row() THEN bias_hits END) AS DOUBLE) / NULLIF(SUM(CASE WHEN tail_row() THEN bias_relevant END), 0)
 -- range: [0, 1]
--- formula: PopREO@k = std(P_H, P_T) / mean(P_H, P_T) = |P_H − P_T| / (P_H + P_T) (the population standard deviation of the two), P_g = Σ_u #(L_u ∩ R_u ∩ g) / Σ_u #((g ∩ R_u) \ I_u) over the users u with a list and truth, R_u = u's relevant truth items, I_u = the items u interacted with, g = the short head H or the long tail T of aplt (the most seen items of interactions, ties by item id, taken until they hold a share `head` of all interactions, the item that reaches the share included; items never seen are in neither); 0 = each group's relevant items found at the same rate; NULL when a group has no relevant unseen item or neither group a hit
+-- formula: PopREO@k = std(P_H, P_T) / mean(P_H, P_T) = |P_H − P_T| / (P_H + P_T) (the population standard deviation of the two), P_g = Σ_u #(L_u ∩ R_u ∩ g) / Σ_u #((g ∩ R_u) \ I_u) over the users u with a list and truth, R_u = u's relevant truth items, I_u = the items u interacted with, g = the short head H or the long tail T of aplt (the most seen items of interactions, ties by item id, taken until they hold a share `head` of all interactions, the item that reaches the share included; items never seen are in neither; with split = items, the default when head_col is given, H and T = the items of items whose head_col is true (1) and false (0), seen in interactions or not, an item missing from items in neither); 0 = each group's relevant items found at the same rate; NULL when a group has no relevant unseen item or neither group a hit
 -- cite: Zhu, Wang & Caverlee, SIGIR 2021 (popularity-opportunity bias: ranking-based equal opportunity), as Elliot's PopREO computes it (sums over users before dividing)
 SELECT
     user_id,

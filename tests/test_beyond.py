@@ -62,6 +62,9 @@ def test_reference_agrees_with_the_hand_computation(case):
     inputs = {key: case.get(key) for key in ("items", "features", "interactions", "catalog", "baseline", "intents", "logs",
                                              "reward_model")}
     given = case.get("options", {})
+    if given.get("head_col"):  # a head flag of items: the long-tail metrics split by it (split=items)
+        assert given["head_col"] == "head", "the reference reads the items' head flag as 'head'"
+        options = {"split": "items", **options}
     values = reference_beyond(name, k, options, case["recs"], case.get("truth"), threshold=given.get("threshold", 1),
                               population=given.get("population", "relevant"), **inputs)
     assert same(summary(values), case["expected"], case.get("tolerance", 1e-12))

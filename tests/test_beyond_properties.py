@@ -20,7 +20,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 BEYOND = sorted(METRICS)  # every metric tests/support/reference_beyond.py implements (test_registry_complete.py)
 OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}],
            "err": [{}, {"max_grade": 3}], "pfound": [{}, {"max_grade": 4, "p_break": 0.5}],
-           "aplt": [{}, {"head": 0.5}, {"head": 1}], "aclt": [{}, {"head": 0.3}],
+           # the long-tail metrics with split written: the items' head flags are given (head_col) when a drawn
+           # metric asks split=items (head_col alone, the metrics not writing split: the test below)
+           "aplt": [{"split": "interactions"}, {"head": 0.5, "split": "interactions"}, {"head": 1, "split": "interactions"}, {"split": "items"}],
+           "aclt": [{"split": "interactions"}, {"head": 0.3, "split": "interactions"}, {"split": "items"}],
            "rbo": [{}, {"p": 0.5}, {"p": 0.98}],
            "miscalibration": [{}, {"by": "features"}, {"alpha": 0.2}, {"alpha": 0.5, "by": "features"},
                               {"patience": 0.5}, {"patience": 0.85, "by": "features"}],
@@ -32,12 +35,13 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            "exposure_gini": [{}, {"weight": "log"}, {"weight": "uniform"}, {"patience": 0.5, "over": "groups"},
                              {"weight": "log", "over": "groups"}],
            "exposure_entropy": [{}, {"weight": "log", "base": "2"}, {"weight": "uniform"}, {"patience": 0.5}],
-           "lt_coverage": [{}, {"head": 0.5}, {"head": 1}],
+           "lt_coverage": [{"split": "interactions"}, {"head": 0.5, "split": "interactions"}, {"head": 1, "split": "interactions"}, {"split": "items"}],
            "awrf": [{}, {"target": "items"}, {"weight": "log", "by": "features"}, {"weight": "geometric", "patience": 0.8},
                     {"weight": "geometric", "patience": 0.5, "target": "items", "by": "features"}],
            **{name: [{}, {"model": "gerr"}, {"patience": 0.8}, {"model": "gerr", "patience": 0.75, "utility": 0.25}]
               for name in ("ee_d", "ee_r", "ee_l")},
-           "pop_rsp": [{}, {"head": 0.5}, {"head": 0.3}], "pop_reo": [{}, {"head": 0.5}, {"head": 0.3}],
+           "pop_rsp": [{"split": "interactions"}, {"head": 0.5, "split": "interactions"}, {"head": 0.3, "split": "interactions"}, {"split": "items"}],
+           "pop_reo": [{"split": "interactions"}, {"head": 0.5, "split": "interactions"}, {"head": 0.3, "split": "interactions"}, {"split": "items"}],
            # alphas whose powers and sums are exact in binary, so the greedy ideal's ties are exact ties
            **{name: [{}, {"alpha": 0.75}, {"alpha": 0}] for name in ("alpha_ndcg", "alpha_dcg")},
            "ips": [{}, {"cap": 3}, {"cap": 1.5, "target": "scores"}, {"target": "scores"}],
@@ -47,6 +51,7 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            "err_ia": [{}, {"alpha": 0.75}], "nerr_ia": [{}, {"alpha": 0.75}], "nrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}],
            "nnrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}]}
 CATEGORIES = ["a", "b", "c"]
+LONG_TAIL = ("aplt", "aclt", "lt_coverage", "pop_rsp", "pop_reo")
 
 
 @st.composite
@@ -60,14 +65,15 @@ def beyond_metric(draw) -> recsql.Metric:
 
 @st.composite
 def side_inputs(draw) -> dict:
-    """items (probability, category, dense features; some items missing or without a value),
+    """items (probability, category, dense features, head flag; some items missing or without a value),
     sparse features, interactions, a baseline and a catalog."""
     items = []
     for item in draw(st.lists(st.sampled_from(ITEMS), unique=True)):
         items.append({"item_id": item,
                       "probability": draw(st.sampled_from([None, 0.0, 0.01, 0.2, 0.5, 1.0])),
                       "category": draw(st.sampled_from([None, *CATEGORIES])),
-                      "features": draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, -1.0]), min_size=3, max_size=3))})
+                      "features": draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, -1.0]), min_size=3, max_size=3)),
+                      "head": draw(st.booleans())})
     features = [{"item_id": i, "feature": f, "value": draw(st.sampled_from([0.0, 1.0, 0.5, -2.0]))}
                 for i in draw(st.lists(st.sampled_from(ITEMS), unique=True))
                 for f in draw(st.lists(st.sampled_from(["x", "y", "z"]), unique=True, min_size=1))]
@@ -100,9 +106,14 @@ RECS = {"user_id": "int64", "item_id": "int64", "score": "float64"}
 TRUTH = {"user_id": "int64", "item_id": "int64", "relevance": "float64"}
 
 
+def head_given(metrics: list[recsql.Metric]) -> bool:
+    """The items' head flags are given (head_col) when a metric asks split=items."""
+    return any(dict(m.options).get("split") == "items" for m in metrics)
+
+
 def evaluate(metrics: list[recsql.Metric], recs, truth, side: dict, dense: bool) -> recsql.Evaluation:
-    items = pd.DataFrame(side["items"], columns=["item_id", "probability", "category", "features"]).astype(
-        {"item_id": "int64", "probability": "float64", "category": "object"})
+    items = pd.DataFrame(side["items"], columns=["item_id", "probability", "category", "features", "head"]).astype(
+        {"item_id": "int64", "probability": "float64", "category": "object", "head": "bool"})
     if not dense:
         items = items.drop(columns="features")
     return recsql.evaluate(
@@ -115,7 +126,8 @@ def evaluate(metrics: list[recsql.Metric], recs, truth, side: dict, dense: bool)
         slate_propensity_col="slate_propensity", cascade_propensity_col="cascade_propensity",
         reward_model=frame(side["reward_model"], {"user_id": "int64", "item_id": "int64", "reward": "float64"}),
         item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
-                                                                   "value": "float64"}))
+                                                                   "value": "float64"}),
+        head_col="head" if head_given(metrics) else None)
 
 
 def close(got, want) -> bool:
@@ -201,6 +213,64 @@ def test_miscalibration_with_history_weights_matches_reference(recs, side, weigh
     for user, value in expected.items():
         assert close(rows_got.get(user), value), (str(metric), user, rows_got.get(user), value)
     assert close(result.summary[metric.column].iloc[0] if len(result.summary) else None, summary(expected))
+
+
+# a head flag as a user's table may hold it: booleans, 0/1 integers, 1.0/0.0 floats, or the words
+HEAD_TYPES = {"bool": lambda f: bool(f), "int64": lambda f: int(f), "float64": lambda f: float(f),
+              "object": lambda f: "TRUE" if f else "false"}
+
+
+@settings(max_examples=60)
+@given(recs=recs_rows(), truth=truth_rows(), side=side_inputs(),
+       flags=st.dictionaries(st.sampled_from(ITEMS), st.booleans()), kind=st.sampled_from(sorted(HEAD_TYPES)),
+       asked=st.lists(st.tuples(st.sampled_from(LONG_TAIL), st.sampled_from(["", "split=items", "split=interactions",
+                                                                            "split=interactions,head=0.5"])),
+                      min_size=1, max_size=4, unique=True), k=st.integers(1, 6))
+def test_long_tail_with_the_head_from_items_matches_reference(recs, truth, side, flags, kind, asked, k):
+    """head_col given: the long-tail metrics split head and tail by the items' flag (split=items, their
+    default then; an item missing from items in neither group), or by interactions' share where
+    split=interactions is written, in one evaluation; against the reference."""
+    items = frame([{"item_id": i, "head": HEAD_TYPES[kind](f)} for i, f in flags.items()],
+                  {"item_id": "int64", "head": kind})
+    metrics = [f"{name}({options})@{k}" if options else f"{name}@{k}" for name, options in asked]
+    result = recsql.evaluate(frame(recs, RECS), frame(truth, TRUTH), metrics, items=items, head_col="head",
+                             interactions=frame(side["interactions"], {"user_id": "int64", "item_id": "int64"}))
+    for column, (name, options) in zip(metrics, asked):
+        written = dict(o.split("=") for o in options.split(",") if o)
+        expected = reference_beyond(name, k, {"split": "items", **written}, recs, truth,
+                                    items=[{"item_id": i, "head": f} for i, f in flags.items()],
+                                    interactions=side["interactions"])
+        assert close(result.summary[column].iloc[0], summary(expected)), (column, summary(expected))
+        if isinstance(expected, dict):
+            rows = result.per_user.set_index("user_id")[column]
+            for user, value in expected.items():
+                assert close(rows.get(user), value), (column, user, rows.get(user), value)
+
+
+def test_head_col_refuses_what_would_give_another_number():
+    """head_col with a share written (head=), split=items without head_col, head_col without items, and a
+    flag that is no flag (NULL, 2, 'yes') are refused, each naming the option or the column."""
+    recs = frame([{"user_id": 1, "item_id": 1, "score": 1.0}], RECS)
+    items = pd.DataFrame({"item_id": [1, 2], "is_head": [True, False]})
+    with pytest.raises(recsql.RecsqlError, match=r"head= sizes the head by a share of interactions.*drop head=, or "
+                                                 r"write split=interactions"):
+        recsql.evaluate(recs, None, ["aplt(head=0.5)@5"], items=items, head_col="is_head")
+    with pytest.raises(recsql.RecsqlError, match=r"needs the items' head flags \(split=items\).*name that column: "
+                                                 r"head_col="):
+        recsql.evaluate(recs, None, ["lt_coverage(split=items)@5"], items=items)
+    with pytest.raises(recsql.RecsqlError, match=r"head_col='is_head' names the items column flagging the head, but "
+                                                 r"items= was not given"):
+        recsql.evaluate(recs, None, ["aplt@5"], head_col="is_head")
+    with pytest.raises(recsql.RecsqlError, match=r"items \(DataFrame\) has no column 'flag'.*head_col="):
+        recsql.evaluate(recs, None, ["aplt@5"], items=items, head_col="flag")
+    for bad in ([True, None], [1, 2], ["true", "yes"]):
+        flagged = pd.DataFrame({"item_id": [1, 2], "is_head": pd.Series(bad, dtype=object if None in bad or
+                                                                          isinstance(bad[0], str) else None)})
+        with pytest.raises(recsql.RecsqlError, match=r"items column 'is_head' has 1 invalid value\(s\): a head flag "
+                                                     r"\(head_col=\) must be true/false or 1/0"):
+            recsql.evaluate(recs, None, ["aclt@5"], items=flagged, head_col="is_head")
+    # the items' flags alone: no interactions needed
+    assert recsql.evaluate(recs, None, ["aplt@5"], items=items, head_col="is_head").summary["aplt@5"].iloc[0] == 0
 
 
 @settings(max_examples=30)

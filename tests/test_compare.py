@@ -976,12 +976,15 @@ def _logged_on(engine):
 def _weighted_on(engine):
     recs, truth = recs_truth(text=True, users=9, seed=5)
     recs = recs[recs["score"] > 0.3]  # lists of different lengths
-    items = pd.DataFrame({"item_id": [0, 1, 2, 3, 4, 5, 7, 8], "category": ["x", "y", "x", "z", "y", "x", "z", "y"]})
+    items = pd.DataFrame({"item_id": [0, 1, 2, 3, 4, 5, 7, 8], "category": ["x", "y", "x", "z", "y", "x", "z", "y"],
+                          "head": pd.array([True, False, True, False, False, True, False, False], dtype="boolean")})
     interactions = pd.DataFrame([(f"u{u:02d}", i) for u in range(11) for i in range(8) if (u * 3 + i * 5) % 7 < 3],
                                 columns=["user_id", "item_id"]).astype({"user_id": "string"})
+    # the long tail by interactions' share (split=interactions written) and by the items' head flags (head_col)
     metrics = ["exposure_disparity(target=merit)@3", "exposure_gini@3", "exposure_gini(over=groups)@2",
-               "exposure_entropy(weight=log)@3", "lt_coverage@3", "pop_rsp@3", "pop_reo@2", "gini@3", "ndcg@3"]
-    options = dict(run_cols="model", resamples=20, seed=4, tests=("t", "randomization"))
+               "exposure_entropy(weight=log)@3", "lt_coverage(split=interactions)@3", "pop_rsp(split=interactions)@3",
+               "pop_reo(split=interactions)@2", "lt_coverage@2", "pop_rsp@3", "pop_reo@3", "gini@3", "ndcg@3"]
+    options = dict(run_cols="model", resamples=20, seed=4, tests=("t", "randomization"), head_col="head")
     want = recsql.compare(recs, truth, metrics, items=items, interactions=interactions, **options)
     got = recsql.compare(engine.load(recs), engine.load(truth), metrics, items=engine.load(items),
                          interactions=engine.load(interactions), con=engine.con, **options)

@@ -27,8 +27,11 @@ pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore:
 # (name, options): every weighted global metric, some under other options than their defaults
 METRICS = [("exposure_disparity", {}), ("exposure_disparity", {"target": "merit", "combine": "variance"}),
            ("exposure_gini", {}), ("exposure_gini", {"over": "groups", "weight": "log"}),
-           ("exposure_entropy", {"weight": "uniform", "base": 2}), ("lt_coverage", {"head": 0.5}),
-           ("pop_rsp", {}), ("pop_reo", {"head": 0.6})]
+           ("exposure_entropy", {"weight": "uniform", "base": 2}),
+           ("lt_coverage", {"head": 0.5, "split": "interactions"}), ("pop_rsp", {"split": "interactions"}),
+           ("pop_reo", {"head": 0.6, "split": "interactions"}),
+           # the head from the items' flags (head_col, given to every evaluation here)
+           ("lt_coverage", {"split": "items"}), ("pop_rsp", {"split": "items"}), ("pop_reo", {"split": "items"})]
 
 
 def spelled(name: str, options: dict, k: int) -> str:
@@ -47,7 +50,8 @@ def weights_and_signs(n: int, resamples: int, seed: int) -> tuple[np.ndarray, np
 @st.composite
 def inputs(draw):
     """Two runs' lists over items 0..7 for 2..7 users (a user may lack one run's list), truth with grades 0..2,
-    interactions of those users and two others over items 0..6, the items' categories (one item without)."""
+    interactions of those users and two others over items 0..6, the items' categories (one item without) and
+    head flags (every item flagged; head_col="head")."""
     n = draw(st.integers(2, 7))
     recs = []
     for model in ("A", "B"):
@@ -64,7 +68,8 @@ def inputs(draw):
     return (pd.DataFrame(recs, columns=["model", "user_id", "item_id", "score"]),
             pd.DataFrame(truth or [(0, 0, 1.0)], columns=["user_id", "item_id", "relevance"]),
             pd.DataFrame(seen, columns=["user_id", "item_id"]),
-            pd.DataFrame({"item_id": range(8), "category": categories}))
+            pd.DataFrame({"item_id": range(8), "category": categories,
+                          "head": draw(st.lists(st.booleans(), min_size=8, max_size=8))}))
 
 
 def records(frame: pd.DataFrame) -> list[dict]:
@@ -105,7 +110,7 @@ def statistics(recs, truth, interactions, items, metrics, resamples, seed) -> pd
     for name, table in (("recs", recs), ("truth", truth), ("interactions", interactions), ("items", items)):
         con.register(f"{name}_frame", table)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_frame")
-    sql = recsql.to_sql(metrics=metrics, run_cols="model", items="items", interactions="interactions",
+    sql = recsql.to_sql(metrics=metrics, run_cols="model", items="items", interactions="interactions", head_col="head",
                         compare={"baseline": "A", "resamples": resamples, "seed": seed})
     tree = sqlglot.parse_one(sql, read="duckdb")
     final = sqlglot.parse_one("SELECT run, baseline, metric, resample, side, stat FROM cmp_global_weighted")
@@ -152,7 +157,7 @@ def test_intervals_and_randomization_counts_are_the_references(data, k, seed):
     recs, truth, interactions, items = data
     resamples = 30
     metrics = [spelled(name, options, k) for name, options in METRICS]
-    result = recsql.compare(recs, truth, metrics, run_cols="model", baseline="A", items=items,
+    result = recsql.compare(recs, truth, metrics, run_cols="model", baseline="A", items=items, head_col="head",
                             interactions=interactions, resamples=resamples, seed=seed, ci=0.9)
     ref = Reference(recs, truth, interactions, items)
     w, s = weights_and_signs(ref.n, resamples, seed)

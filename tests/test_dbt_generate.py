@@ -159,7 +159,34 @@ def test_a_sampled_evaluation_runs_with_real_jinja(tmp_path):
     assert_same_values(got[list(want.columns)], want.sort_values("user_id").reset_index(drop=True), "sampled")
 
 
+def test_the_long_tail_with_the_head_from_items_runs_with_real_jinja(tmp_path):
+    """head_col in recsql.yml: the long-tail metrics split by the items' head flags, rendered by Jinja as dbt
+    would, on DuckDB equal recsql.evaluate (and the flags' check is the model's items_invalid_rows)."""
+    recs = pd.DataFrame({"user_id": [1, 1, 1, 2, 2], "item_id": [10, 11, 12, 10, 13], "score": [3, 2, 1, 2, 1]})
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [11, 13], "relevance": [1, 1]})
+    items = pd.DataFrame({"item_id": [10, 11, 12, 14], "is_head": [True, False, False, False]})
+    metrics = ["aplt@3", "lt_coverage@3"]
+    evaluation = {"name": "tail", "recs": "recs", "truth": "truth", "items": "items", "metrics": metrics,
+                  "head_col": "is_head"}
+    project = _project(tmp_path, [evaluation])
+    generate(project)
+    body = jinja2.Template((project / "models" / "recsql" / "tail.sql").read_text()).render(
+        config=lambda **_: "", ref=lambda name: name)
+    con = duckdb.connect()
+    for name, frame in (("recs", recs), ("truth", truth), ("items", items)):
+        con.register(name, frame)
+    got = con.sql(body).df()
+    want = recsql.evaluate(recs, truth, metrics, items=items, head_col="is_head").summary
+    assert want[metrics].values.tolist() == [[2 / 3 / 2, 2 / 3]]  # u1 2 tail items of 3, u2 none; T = {11, 12, 14}
+    assert got["items_invalid_rows"].tolist() == [0]
+    assert_same_values(got[["aplt_at_3", "lt_coverage_at_3"]],
+                       want[metrics].rename(columns={"aplt@3": "aplt_at_3", "lt_coverage@3": "lt_coverage_at_3"}), "tail")
+
+
 @pytest.mark.parametrize("evaluation, words", [
+    ({**EVAL, "items": "items", "metrics": ["aplt(split=items)@5"]}, ["needs the items' head flags", "head_col"]),
+    ({**EVAL, "items": "items", "head_col": "flag", "metrics": ["aplt(head=0.5)@5"]},
+     ["head= sizes the head by a share of interactions", "split=interactions"]),
     ({**EVAL, "metrics": ["ndcg(discount={{ env_var('HOME') }})@10"]}, ["Jinja delimiter"]),
     ({**EVAL, "user_col": "{{ target }}"}, ["Jinja delimiter"]),
     ({**EVAL, "item_col": "x{% raw %}"}, ["Jinja delimiter"]),

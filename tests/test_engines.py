@@ -200,6 +200,34 @@ def test_beyond_accuracy_metrics(engine):
     assert_same(got.summary, want.summary, ["model"])
 
 
+def test_long_tail_with_the_head_from_items(engine):
+    """The long-tail metrics with the head from the items' flags (head_col: split=items) give DuckDB's numbers
+    (itself checked against the hand-computed cases and the reference), with the flag a boolean column and a
+    0/1 integer one, some listed items missing from items (in neither group), and split=interactions beside."""
+    data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+    recs = pd.read_parquet(data / "recs.parquet").query("user_id < 40").reset_index(drop=True)
+    recs["model"] = recs["model"].astype(str)
+    truth = pd.read_parquet(data / "truth.parquet").query("user_id < 60").astype({"relevance": float})
+    items = pd.read_parquet(data / "items.parquet")[["item_id"]]
+    items = items[items["item_id"] % 11 > 0].reset_index(drop=True)  # every 11th item missing: in neither group
+    items["is_head"] = (items["item_id"] % 5 == 0).astype("boolean")  # a boolean column where the engine has one
+    items["head01"] = (items["item_id"] % 3 == 0).astype("int64")
+    interactions = pd.read_parquet(data / "truth.parquet")[["user_id", "item_id"]]
+    interactions = interactions[(interactions["user_id"] + interactions["item_id"]) % 3 > 0]  # some relevant unseen
+    asked = ["aplt@5", "aclt@10", "lt_coverage@10", "lt_coverage@5", "pop_rsp@10", "pop_reo@10",
+             "aplt(split=interactions)@5", "pop_rsp(split=interactions,head=0.5)@5"]
+    frames = {"recs": recs, "truth": truth, "items": items, "interactions": interactions}
+    names = {role: engine.load(frame) for role, frame in frames.items()}
+    for flag in ("is_head", "head01"):
+        got = recsql.evaluate(names["recs"], names["truth"], asked, con=engine.con, run_cols=["model"],
+                              items=names["items"], interactions=names["interactions"], head_col=flag)
+        want = recsql.evaluate(recs, truth, asked, run_cols=["model"], items=items, interactions=interactions,
+                               head_col=flag)
+        assert want.summary[asked].notna().all(axis=None), want.summary  # every metric has a number here
+        assert_same(got.per_user, want.per_user, ["model", "user_id"])
+        assert_same(got.summary, want.summary, ["model"])
+
+
 def test_off_policy_estimators(engine):
     """The off-policy estimators (docs/guide/logs.md) give DuckDB's numbers (themselves checked against obp, the
     hand-worked cases and the reference): logs with positions, a reward model, both targets, two runs."""

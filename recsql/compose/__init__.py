@@ -24,14 +24,14 @@ from ..trees import not_finite
 from .checks import DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, uses_exponent
 from .columns import metric_columns
 from .expressions import metric_expression
-from .inputs import expected_in, intents_in, logs_in, recs_in, reward_model_in, truth_in, whole_id
-from .needs import check_inputs, fit_to_inputs, logged_columns, metric_population
+from .inputs import ITEM_VALUES, expected_in, intents_in, logs_in, recs_in, reward_model_in, truth_in, whole_id
+from .needs import check_inputs, fit_to_inputs, given_roles, metric_population
 from .plan import OUTPUTS, POPULATIONS, RUN_KEYS, TIES, Plan, input_runs, internal_runs, quoted_column, truth_runs
 from .readable import readable
 from .rewrite import prune, union_all
 from .statement import compose, finalize, population_counts
 
-__all__ = ["DIAGNOSTICS", "ITEM_VALUE_INVALID", "MAX_EXPONENT", "OUTPUTS", "POPULATIONS", "RECS_ROWS", "RUN_KEYS",
-           "TIES", "Plan", "expected_in", "intents_in", "logs_in", "reward_model_in", "check_inputs", "compose", "finalize", "fit_to_inputs", "logged_columns", "input_runs", "internal_runs",
+__all__ = ["DIAGNOSTICS", "ITEM_VALUES", "ITEM_VALUE_INVALID", "MAX_EXPONENT", "OUTPUTS", "POPULATIONS", "RECS_ROWS", "RUN_KEYS",
+           "TIES", "Plan", "expected_in", "intents_in", "logs_in", "reward_model_in", "check_inputs", "compose", "finalize", "fit_to_inputs", "given_roles", "input_runs", "internal_runs",
            "metric_columns", "metric_expression", "metric_population", "not_finite", "population_counts", "prune", "quoted_column",
            "readable", "recs_in", "truth_in", "truth_runs", "union_all", "uses_exponent", "whole_id"]

@@ -111,7 +111,14 @@ def _probability_invalid(value: exp.Expression) -> exp.Expression:
 
 
 # items' attribute columns that a metric reads (its header's needs) and what makes one invalid
-ITEM_VALUE_INVALID = {"price": _price_invalid, "probability": _probability_invalid}
+def _head_invalid(value: exp.Expression) -> exp.Expression:
+    """A head flag that is no flag: NULL, or anything but true/false and 1/0 (items_in reads it NULL then:
+    recsql/compose/inputs.py, head_flag). Unlike a price, a missing flag is refused: an item without one
+    would silently fall in neither group."""
+    return exp.Is(this=value.copy(), expression=exp.null())
+
+
+ITEM_VALUE_INVALID = {"price": _price_invalid, "probability": _probability_invalid, "head": _head_invalid}
 
 
 def uses_exponent(tree: exp.Expression) -> bool:

@@ -114,15 +114,38 @@ def truth_in(plan: Plan) -> exp.Select:
     return _segmented(plan, rows, len(input_runs(plan)) if plan.truth_has_runs else 0, "relevance")
 
 
-ITEM_COLUMNS = ("price", "probability", "category")  # items_in's attribute columns, read when a metric needs them
+ITEM_COLUMNS = ("price", "probability", "category", "head")  # items_in's attribute columns, read when a metric needs them
+
+# A head flag's spellings (the column read as text, lower case): true/false or 1/0, of a boolean, integer or
+# float column (or text holding them); any other value, NULL included, reads NULL: an invalid row of items.
+HEAD_SPELLINGS = {"true": 1, "1": 1, "1.0": 1, "false": 0, "0": 0, "0.0": 0}
+
+
+def head_flag(column: exp.Expression) -> exp.Expression:
+    """An items column flagging the head as 1 (head), 0 (tail) or NULL (no flag: invalid), read through its
+    text so that every engine takes booleans and 0/1 numbers alike (PostgreSQL casts no boolean to a number)."""
+    text = exp.Lower(this=exp.cast(column, "VARCHAR"))
+    return exp.Case(ifs=[exp.If(this=exp.In(this=text.copy(), expressions=[exp.Literal.string(s) for s, v in
+                                                                            HEAD_SPELLINGS.items() if v == value]),
+                                true=exp.Literal.number(value)) for value in (1, 0)])
+
+
+# How items_in reads each attribute column: a number (DOUBLE), the category as it is, the head flag as 1/0
+ITEM_VALUES = {"price": lambda c: exp.cast(c, "DOUBLE"), "probability": lambda c: exp.cast(c, "DOUBLE"),
+               "category": lambda c: c, "head": head_flag}
 
 
 def items_in(plan: Plan, needed: set[str]) -> exp.Select:
     if plan.items is None:
-        return _empty(("item_id", "item_id"), ("price", "DOUBLE"), ("probability", "DOUBLE"), ("category", "VARCHAR"))
-    column = {"price": plan.price_col, "probability": plan.probability_col, "category": plan.category_col}
-    values = {name: quoted_column(column[name]) if name in needed else exp.null() for name in ITEM_COLUMNS}
-    typed = {n: exp.cast(values[n], "DOUBLE") if n != "category" else values[n] for n in ITEM_COLUMNS}
+        return _empty(("item_id", "item_id"), ("price", "DOUBLE"), ("probability", "DOUBLE"), ("category", "VARCHAR"),
+                      ("head", "BIGINT"))
+    column = {"price": plan.price_col, "probability": plan.probability_col, "category": plan.category_col,
+              "head": plan.head_col}
+    values = {name: quoted_column(column[name]) if name in needed and column[name] else exp.null()
+              for name in ITEM_COLUMNS}
+    typed = {n: ITEM_VALUES[n](values[n]) if isinstance(values[n], exp.Column) else
+             exp.cast(values[n], "BIGINT" if n == "head" else "DOUBLE") if n != "category" else values[n]
+             for n in ITEM_COLUMNS}
     if plan.duplicates != "best":
         return exp.select(_id(plan, plan.item_col, "item_id", "items"),
                           *[exp.alias_(typed[n], n) for n in ITEM_COLUMNS]).from_(plan.items.copy())

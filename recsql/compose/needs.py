@@ -39,30 +39,69 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
     "reward_model": ({"reward_model"}, "needs a reward model: pass reward_model= with columns {user}, {item} and "
                                        "{reward} (the predicted reward of each logged and recommended item)"),
     "truth": ({"truth"}, "needs truth (relevance judgments): pass truth= with columns {user} and {item}"),
+    # given as the pseudo-input "head_col": items= and head_col= both given (given_roles)
+    "head": ({"head_col"}, "needs the items' head flags (split=items): pass items= with columns {item} and a head flag "
+                           "(true/false or 1/0), and name that column: head_col="),
     "interactions_or_expected_recs": ({"interactions", "expected_recs"}, "needs expected_recs= (another recommender's lists) or "
                                  "interactions= (its k most popular items are then the expected lists)"),
 }
 
 
+# Needs given only by an option that names their column (head_col): giving it chooses, for the options the user
+# did not write, the choice that reads it (the long-tail metrics' split=items), whatever else is given.
+_CHOSEN_BY_OPTION = frozenset({"head"})
+
+# Options that mean nothing under another option's choice: (option, choice) -> {option: why}; written
+# explicitly, such an option is refused rather than ignored.
+_IDLE_OPTIONS: dict[tuple[str, str], dict[str, str]] = {
+    ("split", "items"): {"head": "head= sizes the head by a share of interactions, but with split=items (the default "
+                                 "when head_col= is given) the items' head flags decide the head"},
+}
+
+
+def given_roles(roles: set[str], head_col: str | None, slate_propensity_col: str | None = None,
+                cascade_propensity_col: str | None = None) -> set[str]:
+    """The inputs given (``roles``) and the needs an optional column meets: ``head_col`` when items carry a
+    named head flag (a head_col without items is refused), ``slate_propensity`` and ``cascade_propensity``
+    when logs carry those propensities."""
+    if head_col and "items" not in roles:
+        raise RecsqlError(f"head_col={head_col!r} names the items column flagging the head, but items= was not given: "
+                          "pass items= with the item column and that flag, or leave head_col= out")
+    met = {"head_col"} if head_col else set()
+    if "logs" in roles:
+        met |= {need for need, column in (("slate_propensity", slate_propensity_col),
+                                          ("cascade_propensity", cascade_propensity_col)) if column}
+    return roles | met
+
+
 def fit_to_inputs(metric: Metric, given: set[str]) -> Metric:
     """``metric`` with an enum option the user did not write moved to the first choice whose inputs
     are given, when its default's are not: novelty's ``p`` is ``interactions`` by default, and the
-    items' given probability (``p=items``) when only ``items`` is given. Unchanged otherwise (and
-    :func:`check_inputs` then names what is missing)."""
+    items' given probability (``p=items``) when only ``items`` is given; and to the choice that reads a
+    need given by naming its column (``_CHOSEN_BY_OPTION``: head_col makes the long-tail metrics'
+    ``split`` ``items``). Unchanged otherwise (and :func:`check_inputs` then names what is missing)."""
     def met(options: dict[str, str]) -> bool:
         return all(_REQUIREMENTS[need][0] & given for need in metric.spec.requires(options))
 
+    def fitted(name: str, choice: str) -> Metric:
+        moved = Metric(metric.name, metric.k, **{**dict(metric.options), name: choice})
+        moved.explicit, moved.asked = metric.explicit, metric.asked
+        return moved
+
     options = metric.all_options()
+    enums = [(name, param) for name, param in metric.spec.params.items()
+             if param.kind == "enum" and name not in metric.explicit]
+    for name, param in enums:
+        for choice in param.choices:
+            chosen = metric.spec.requires({**options, name: choice}) & _CHOSEN_BY_OPTION
+            if chosen and met({**options, name: choice}) and choice != options[name]:
+                return fitted(name, choice)
     if met(options):
         return metric
-    for name, param in metric.spec.params.items():
-        if param.kind != "enum" or name in metric.explicit:
-            continue
+    for name, param in enums:
         for choice in param.choices:
             if met({**options, name: choice}):
-                fitted = Metric(metric.name, metric.k, **{**dict(metric.options), name: choice})
-                fitted.explicit, fitted.asked = metric.explicit, metric.asked
-                return fitted
+                return fitted(name, choice)
     return metric
 
 
@@ -73,6 +112,11 @@ def check_inputs(metrics: list[Metric], given: set[str], columns: dict[str, str]
     names = {k: repr(v) for k, v in columns.items()}
     needed: set[str] = set()
     for m in metrics:
+        options = m.all_options()
+        for (option, choice), idle in _IDLE_OPTIONS.items():
+            for name in sorted(set(idle) & m.explicit) if options.get(option) == choice else []:
+                raise RecsqlError(f"metric {str(m)!r}: {idle[name]}; drop {name}=, or write {option}=interactions to "
+                                  f"split by the share of interactions ({name}= then sizes it)")
         if m.spec.needs_truth and "truth" not in given:
             raise RecsqlError(f"metric {str(m)!r} needs truth (relevance judgments): pass truth=; only "
                               f"{', '.join(sorted(n for n, s in registry().items() if not s.needs_truth))} work without it")
@@ -101,19 +145,11 @@ def _alternatives(metric: Metric, given: set[str], names: dict[str, str]) -> str
     return "".join(out)
 
 
-def logged_columns(logs: object, slate_propensity_col: str | None, cascade_propensity_col: str | None) -> set[str]:
-    """The optional columns of logs given, as the needs they meet (``slate_propensity``, ``cascade_propensity``)."""
-    if logs is None:
-        return set()
-    return {need for need, column in (("slate_propensity", slate_propensity_col),
-                                      ("cascade_propensity", cascade_propensity_col)) if column}
-
-
 def plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
     """The roles a plan was given and its column names, for :func:`check_inputs`."""
-    given = {role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents",
-                               "logs", "reward_model") if getattr(plan, role) is not None}
-    given |= logged_columns(plan.logs, plan.slate_propensity_col, plan.cascade_propensity_col)
+    given = given_roles({role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features",
+                                           "intents", "logs", "reward_model") if getattr(plan, role) is not None},
+                        plan.head_col, plan.slate_propensity_col, plan.cascade_propensity_col)
     return given, dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
                        category=plan.category_col, features=plan.features_col, feature=plan.feature_col,
                        value=plan.value_col, intent=plan.intent_col, position=plan.position_col or "position",

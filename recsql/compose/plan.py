@@ -104,6 +104,7 @@ class Plan:
     intents: exp.Expression | None = None  # (user, item, intent, relevance): judgments per intent (subtopic)
     probability_col: str = "probability"
     category_col: str = "category"
+    head_col: str | None = None  # an items column flagging the head (the long-tail metrics' split = items)
     features_col: str = "features"  # an items column holding a feature vector (array; DuckDB)
     feature_col: str = "feature"
     value_col: str = "value"

@@ -65,7 +65,7 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
 _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
           "intents": ("ranked", {"ius"}), "intent_ideal": ("intent_depths", {"i"}),
-          "catalog": ("ranked", {"cs"}), "category_targets": ("category_rows", {"t"}), "categories": ("pair_rows", {"ca", "cb"}),
+          "catalog": ("ranked", {"cs"}), "tail_items": ("ranked", {"tl"}), "category_targets": ("category_rows", {"t"}), "categories": ("pair_rows", {"ca", "cb"}),
           "feature_vectors": ("pair_rows", {"na", "nb", "d"}),
           # the logged impressions' joins, each read by the estimators of one target or of the reward model
           "log_list": ("log_rows", {"s"}), "log_scores": ("log_rows", {"c"}), "log_factual": ("log_rows", {"qf"}),

@@ -17,7 +17,7 @@ WEIGHTED_BRANCHES = ("attention_rows", "attention_groups", "bias_rows")  # src 1
 # Stage features whose rows count each list list_weight times, and those that read inputs of the catalog only (its
 # size, the items' popularity in interactions): what a weighted evaluation may serve (recsql/compose/exposure.py).
 WEIGHTED_FEATURES = frozenset({"attention", "attention_groups", "popularity_bias"})
-FIXED_FEATURES = frozenset({"catalog", "popularity"})
+FIXED_FEATURES = frozenset({"catalog", "popularity", "tail_items"})
 
 
 def users_of_shared_truth(ctes: dict[str, exp.CTE]) -> None:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from support.capabilities import ENGINES, has
@@ -24,6 +25,8 @@ _names = itertools.count()
 def sql_type(series: pd.Series, kinds: dict[str, str]) -> str:
     if isinstance(series.dtype, pd.StringDtype):
         return kinds["text"]
+    if isinstance(series.dtype, pd.BooleanDtype):  # pandas' nullable booleans: the engine's boolean type, if any
+        return kinds.get("bool", kinds["int"])
     if pd.api.types.is_bool_dtype(series):
         return kinds["int"]
     if pd.api.types.is_integer_dtype(series):
@@ -47,6 +50,8 @@ def literal(value: Any, floats: dict[str, str] | None = None) -> str:
         if not floats or key not in floats:
             raise ValueError(f"this engine cannot store {key}")
         return floats[key]
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, datetime):  # pandas' Timestamp too
@@ -59,7 +64,7 @@ class Engine:
 
     name = "engine"
     dialect = "duckdb"
-    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "time": "TIMESTAMP"}
+    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "time": "TIMESTAMP", "bool": "BOOLEAN"}
     floats: dict[str, str] = {"nan": "CAST('NaN' AS DOUBLE)", "inf": "CAST('Infinity' AS DOUBLE)",
                               "-inf": "CAST('-Infinity' AS DOUBLE)"}
 
@@ -191,7 +196,7 @@ class DBAPIEngine(Engine):
 class PostgresEngine(DBAPIEngine):
     name = "postgres"
     dialect = "postgres"
-    kinds = {"int": "BIGINT", "float": "DOUBLE PRECISION", "text": "TEXT", "time": "timestamp"}
+    kinds = {"int": "BIGINT", "float": "DOUBLE PRECISION", "text": "TEXT", "time": "timestamp", "bool": "BOOLEAN"}
     floats = {"nan": "'NaN'::float8", "inf": "'Infinity'::float8", "-inf": "'-Infinity'::float8"}
     loose_text = 'TEXT COLLATE "und-x-icu"'  # a locale collation ("collations")
 
@@ -210,7 +215,7 @@ class PostgresEngine(DBAPIEngine):
 class MariaDBEngine(DBAPIEngine):
     name = "mysql"
     dialect = "mysql"
-    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)", "time": "DATETIME"}
+    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)", "time": "DATETIME", "bool": "BOOLEAN"}
     floats: dict[str, str] = {}  # MariaDB cannot store NaN or infinity
     loose_text = "VARCHAR(255) COLLATE utf8mb4_general_ci"  # case-insensitive ("collations")
 
@@ -241,7 +246,8 @@ class SparkEngine(Engine):
 
     def load(self, frame: pd.DataFrame, text: str | None = None, name: str | None = None) -> str:
         from pyspark.sql import types as T
-        kinds = {"int": T.LongType(), "float": T.DoubleType(), "text": T.StringType(), "time": T.TimestampType()}
+        kinds = {"int": T.LongType(), "float": T.DoubleType(), "text": T.StringType(), "time": T.TimestampType(),
+                 "bool": T.BooleanType()}
         schema = T.StructType([T.StructField(c, kinds[{v: k for k, v in self.kinds.items()}[sql_type(frame[c], self.kinds)]])
                                for c in frame.columns])
         rows = [tuple(None if v is pd.NA else v.item() if hasattr(v, "item") else v for v in row)
@@ -254,7 +260,7 @@ class SparkEngine(Engine):
 class ClickHouseEngine(Engine):
     name = "clickhouse"
     dialect = "clickhouse"
-    kinds = {"int": "Int64", "float": "Float64", "text": "String", "time": "DateTime"}
+    kinds = {"int": "Int64", "float": "Float64", "text": "String", "time": "DateTime", "bool": "Bool"}
     floats = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
 
     table_options = " ENGINE = Memory"

@@ -52,8 +52,8 @@ DEFAULT_OPTIONS = {
     "spearman": {},
     "kendall": {},
     "rbp": {"p": 0.8},
-    "aplt": {"head": 0.8},
-    "aclt": {"head": 0.8},
+    "aplt": {"head": 0.8, "split": "interactions"},
+    "aclt": {"head": 0.8, "split": "interactions"},
     "rbo": {"p": 0.9},
     "intersection": {},
     "jaccard": {},
@@ -71,9 +71,9 @@ DEFAULT_OPTIONS = {
     "exposure_disparity": {"weight": "log", "patience": 0.5, "target": "items", "combine": "min_max_ratio"},
     "exposure_gini": {"weight": "geometric", "patience": 0.85, "over": "items"},
     "exposure_entropy": {"weight": "geometric", "patience": 0.85, "base": "e"},
-    "lt_coverage": {"head": 0.8},
-    "pop_rsp": {"head": 0.8},
-    "pop_reo": {"head": 0.8},
+    "lt_coverage": {"head": 0.8, "split": "interactions"},
+    "pop_rsp": {"head": 0.8, "split": "interactions"},
+    "pop_reo": {"head": 0.8, "split": "interactions"},
     "awrf": {"target": "uniform", "weight": "trec", "patience": 0.5, "by": "category"},
     "ee_d": {"model": "rbp", "patience": 0.5, "utility": 0.5},
     "ee_r": {"model": "rbp", "patience": 0.5, "utility": 0.5},
@@ -666,16 +666,27 @@ def _long_tail(ctx):
     return tail
 
 
+def _head_and_tail(ctx):
+    """(H, T): with split = interactions the short head and the long tail of interactions (_long_tail: the
+    items seen, T outside the head); with split = items the items whose ``head`` flag is true (or 1) and
+    those whose flag is false (or 0). An item in neither (never seen; missing from items) is in no group."""
+    if ctx.opts["split"] == "items":
+        flags = {r["item_id"]: bool(r["head"]) for r in ctx.items_rows}
+        return {i for i, f in flags.items() if f}, {i for i, f in flags.items() if not f}
+    tail = _long_tail(ctx)
+    return set(ctx.n) - tail, tail
+
+
 def aplt(ctx, user):
     """APLT@k = #(L ∩ T) / #L (0 for an empty list)."""
     L = ctx.top(user)
-    tail = _long_tail(ctx)
+    tail = _head_and_tail(ctx)[1]
     return _div(sum(1 for i in L if i in tail), len(L))
 
 
 def aclt(ctx, user):
     """ACLT@k = #(L ∩ T)."""
-    tail = _long_tail(ctx)
+    tail = _head_and_tail(ctx)[1]
     return sum(1 for i in ctx.top(user) if i in tail)
 
 
@@ -936,7 +947,7 @@ def exposure_entropy(ctx):
 
 def lt_coverage(ctx):
     """#(T ∩ items in any top k) / #T; None for an empty tail or a run without recommendations."""
-    tail = _long_tail(ctx)
+    tail = _head_and_tail(ctx)[1]
     shown = set(_exposure(ctx.lists, ctx.k))
     return len(tail & shown) / len(tail) if tail and ctx.lists else None
 
@@ -944,8 +955,8 @@ def lt_coverage(ctx):
 def _popularity_parity(ctx, listed, available):
     """|P_H − P_T| / (P_H + P_T), P_g = Σ_u #listed(u, g) / Σ_u #available(u, g) over the users with a list
     and truth, g the short head or the long tail (aplt's); None when a ratio or the sum is undefined."""
-    tail = _long_tail(ctx)
-    groups = {"head": set(ctx.n) - tail, "tail": tail}
+    head, tail = _head_and_tail(ctx)
+    groups = {"head": head, "tail": tail}
     users = [u for u in ctx.lists if ctx.truth and u in ctx.truth]
     history = {(r["user_id"], r["item_id"]) for r in ctx.interactions}
     shares = []
@@ -1155,8 +1166,11 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
     # inputs each metric needs
     if name in TRUTH_METRICS:
         ctx.need("truth")
-    if name in ("surprisal", "arp", "aplt", "aclt", "lt_coverage", "pop_rsp", "pop_reo") or (name == "novelty" and opts["p"] == "interactions"):
+    if name in ("surprisal", "arp", "pop_rsp", "pop_reo") or (name == "novelty" and opts["p"] == "interactions") or \
+            (name in ("aplt", "aclt", "lt_coverage") and opts["split"] == "interactions"):
         ctx.need("interactions")
+    if name in ("aplt", "aclt", "lt_coverage", "pop_rsp", "pop_reo") and opts["split"] == "items":
+        ctx.need("items")
     if name == "miscalibration":
         ctx.need("interactions")
     if (name == "novelty" and opts["p"] == "items") or (name in ("diversity", "miscalibration", "entropy", "awrf")
