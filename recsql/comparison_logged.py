@@ -19,11 +19,12 @@ lists swapped between the two runs). The reward model and the propensities stay 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from sqlglot import exp
 
 from .compose.plan import Plan
+from .compose.rewrite import rename_relations, union_all
 from .metrics import Metric
 from .resampling import bigint, poisson_thresholds
 
@@ -33,8 +34,7 @@ STATS_TEMPLATE = "_compare_weighted_stats"  # read with its relations renamed (R
 RUN_COL = "cmp_key"  # cmp_orecs' and cmp_ologs' run key, as sql/_compare_weighted.sql writes it
 SCORE_COL = "cmp_score"  # −ord: the evaluation's order as a score (target=scores reads it as π_e)
 PREFIX = "cmpo_"  # the resampled evaluation's CTEs, beside the evaluation's own
-RENAMED = {"cmp_weighted_values": "cmp_logged_values", "cmp_weighted_units": "cmp_logged_units",
-           "cmp_weighted_metrics": "cmp_logged_metrics", "cmp_weighted_run_users": "cmp_logged_run_users",
+RENAMED = {"cmp_weighted_values": "cmp_logged_values", "cmp_weighted_metrics": "cmp_logged_metrics", "cmp_weighted_run_users": "cmp_logged_run_users",
            "cmp_weighted_decoded": "cmp_logged_decoded", "cmp_global_weighted": "cmp_global_logged"}
 
 
@@ -96,25 +96,16 @@ def lists_ctes(metrics: dict[int, Metric], runs: list[str], model: bool) -> list
         .from_(exp.alias_(exp.to_table("recs_in"), "r")) \
         .join(exp.alias_(exp.to_table("cmp_runs"), "u"), on=on) \
         .join(exp.alias_(exp.to_table("cmp_contexts"), "c"), on=exp.column("user_id", "r").eq(exp.column("user_id", "c")))
-    ids = [exp.select(exp.alias_(bigint(i), "metric")) for i in metrics]
-    union: exp.Expression = ids[0]
-    for one in ids[1:]:
-        union = exp.union(union, one, distinct=False)
     model_rows = [exp.CTE(this=exp.select("user_id", "item_id", "reward").from_("reward_model_in"),
                           alias=exp.to_identifier("cmp_model"))] if model else []
     return [exp.CTE(this=rows, alias=exp.to_identifier("cmp_olists")),
-            exp.CTE(this=union, alias=exp.to_identifier("cmp_logged_metrics")), *model_rows]
+            positions_cte(metrics, "cmp_logged_metrics"), *model_rows]
 
 
-def renamed(ctes: list[exp.CTE]) -> list[exp.CTE]:
-    """``ctes`` with the relations of :data:`RENAMED` renamed, as they are defined and as they are read."""
-    for cte in ctes:
-        for table in cte.this.find_all(exp.Table):
-            if table.name in RENAMED and not table.args.get("db"):
-                table.set("this", exp.to_identifier(RENAMED[table.name]))
-        if cte.alias in RENAMED:
-            cte.set("alias", exp.TableAlias(this=exp.to_identifier(RENAMED[cte.alias])))
-    return ctes
+def positions_cte(positions: Iterable[int], name: str) -> exp.CTE:
+    """``name(metric)``: the metric ``positions``, one row each (the metrics a template reads)."""
+    return exp.CTE(this=union_all([exp.select(exp.alias_(bigint(i), "metric")) for i in positions]),
+                   alias=exp.to_identifier(name))
 
 
 def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[..., list[exp.CTE]],
@@ -126,4 +117,4 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
     ctes = lists_ctes(found, values.runs, values.logged_plan.reward_model is not None)
     ctes += template(TEMPLATE, {**parameters, "max_draw": len(poisson_thresholds())})
     ctes += evaluation(values.logged_plan, found, PREFIX, "cmp_logged_values")
-    return ctes + renamed(template(STATS_TEMPLATE, parameters, tuple(found)))
+    return ctes + rename_relations(template(STATS_TEMPLATE, parameters, tuple(found)), RENAMED)

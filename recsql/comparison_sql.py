@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
-from .comparison_logged import contexts_cte, logged
+from .comparison_logged import contexts_cte, logged, positions_cte
 from .comparison_logged import plan_for as logged_plan
 from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
@@ -169,10 +169,6 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         segment_ctes = [_cte("cmp_segment_rows", rows), _cte("cmp_segments", segments),
                         _cte("cmp_membership", membership)]
         after = [_cte("cmp_segment_metrics", per_metric)]
-    ids = [exp.select(exp.alias_(bigint(i), "metric")) for i in range(len(values.metrics))]
-    metric_ids: exp.Expression = ids[0]
-    for one in ids[1:]:
-        metric_ids = exp.union(metric_ids, one, distinct=False)
     pick = exp.Case(this=exp.column("metric", "m"), ifs=[exp.If(this=bigint(i), true=exp.column(f"x{i}", "k"))
                                                           for i in per_user]) if per_user else exp.cast(exp.null(), "DOUBLE")
     metric = exp.Add(this=exp.Mul(this=exp.column("segment", "k"), expression=bigint(len(values.metrics))),
@@ -203,7 +199,7 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     if counted:
         after += list_ctes(counted, len(values.metrics), values.runs, values.lists, values.catalog,
                            values.segments is not None)
-    return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
+    return [*segment_ctes, _cte("cmp_keyed", keyed), positions_cte(range(len(values.metrics)), "cmp_metrics"), _cte("cmp_values", present),
             _cte("cmp_slots", slots), _cte("cmp_runs", runs), *contexts, _cte("cmp_users", users),
             _cte("cmp_baselines", baselines),
             *after]

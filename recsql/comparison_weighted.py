@@ -27,10 +27,11 @@ from sqlglot import exp
 
 from .comparison_global import stat_expression, stats_ctes
 from .comparison_logged import global_ctes as logged_ctes
-from .comparison_logged import logged
+from .comparison_logged import logged, positions_cte
 from .compose import compose, metric_columns
 from .compose.exposure import resampling_refusal
 from .compose.plan import Plan, internal_runs
+from .compose.rewrite import rename_relations
 from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import bigint
@@ -113,12 +114,7 @@ def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog:
         .from_(exp.alias_(exp.to_table(lists), "l")) \
         .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on) \
         .where(exp.column("rank", "l") <= bigint(max(int(m.k) for m in metrics.values())))
-    ids = [exp.select(exp.alias_(bigint(i), "metric")) for i in metrics]
-    union: exp.Expression = ids[0]
-    for one in ids[1:]:
-        union = exp.union(union, one, distinct=False)
-    ctes = [exp.CTE(this=rows, alias=exp.to_identifier("cmp_wlists")),
-            exp.CTE(this=union, alias=exp.to_identifier("cmp_weighted_metrics"))]
+    ctes = [exp.CTE(this=rows, alias=exp.to_identifier("cmp_wlists")), positions_cte(metrics, "cmp_weighted_metrics")]
     if catalog:
         ctes.append(exp.CTE(this=exp.select("item_id").from_("catalog_items"),
                             alias=exp.to_identifier("cmp_catalog_items")))
@@ -134,14 +130,7 @@ def evaluation_ctes(plan: Plan, metrics: dict[int, Metric], prefix: str = PREFIX
     statement = compose(plan, ordered, output="per_user")
     ctes = list(statement.args["with_"].expressions)
     ctes = ctes[:next(i for i, c in enumerate(ctes) if c.alias == LAST) + 1]
-    names = {c.alias for c in ctes}
-    for cte in ctes:
-        for table in cte.this.find_all(exp.Table):
-            if table.name in names and not table.args.get("db"):
-                if not table.alias:
-                    table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
-                table.set("this", exp.to_identifier(prefix + table.name))
-        cte.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + cte.alias)))
+    rename_relations(ctes, {c.alias: prefix + c.alias for c in ctes})
     runs = internal_runs(plan)
     values = exp.select(*[exp.alias_(exp.column(r), name) for r, name in zip(runs, RUN_COLS)],
                         *[exp.alias_(exp.column(c), f"x_{i}") for i, c in zip(metrics, metric_columns(ordered))]) \

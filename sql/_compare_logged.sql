@@ -21,23 +21,15 @@
 --
 -- Inputs: logs_in (the evaluation's logged impressions), cmp_contexts(user_id, user_idx) (each logged context and
 -- its draw index), cmp_olists(run, user_idx, user_id, item_id, ord) (each logged context's list in each run),
--- cmp_draws, cmp_resamples, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_logged_metrics(metric).
+-- cmp_draws, cmp_resamples, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_global_units,
+-- cmp_logged_metrics(metric).
 -- Output: cmp_orecs(cmp_key, user_id, item_id, ord), cmp_ologs(cmp_key, user_id, item_id, position, propensity,
--- reward), cmp_logged_units(run, baseline, unit), cmp_logged_run_users(run, w1), cmp_global_logged_users(run,
--- baseline, metric, n).
+-- reward), cmp_logged_run_users(run, w1), cmp_global_logged_users(run, baseline, metric, n).
 WITH
 cmp_logged_draws AS (
     SELECT resample, user_idx, w FROM cmp_draws
     UNION ALL
     SELECT CAST(0 AS BIGINT) AS resample, user_idx, CAST(1 AS BIGINT) AS w FROM cmp_contexts
-),
-cmp_logged_units AS (
-    SELECT run, baseline, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline) AS BIGINT) AS unit
-    FROM (
-        SELECT run, CAST(0 AS BIGINT) AS baseline FROM cmp_runs
-        UNION ALL
-        SELECT run, baseline FROM cmp_global_pairs
-    ) AS u
 ),
 cmp_logged_digits AS (
     SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
@@ -53,7 +45,7 @@ cmp_orecs AS (
     SELECT CAST((u.unit * ($resamples + 1) + d.resample) * 4 + 3 AS BIGINT) AS cmp_key,
         l.user_id AS user_id, l.item_id AS item_id, l.ord AS ord
     FROM cmp_olists AS l
-    JOIN cmp_logged_units AS u ON l.run = u.run AND u.baseline = 0
+    JOIN cmp_global_units AS u ON l.run = u.run AND u.baseline = 0
     JOIN cmp_logged_draws AS d ON l.user_idx = d.user_idx
     WHERE d.w > 0
     UNION ALL
@@ -61,7 +53,7 @@ cmp_orecs AS (
                 + CASE WHEN (o.role = 1 AND d.s = 1) OR (o.role = 2 AND d.s = -1) THEN 1 ELSE 2 END AS BIGINT) AS cmp_key,
         l.user_id AS user_id, l.item_id AS item_id, l.ord AS ord
     FROM cmp_global_owners AS o
-    JOIN cmp_logged_units AS u ON o.run = u.run AND o.baseline = u.baseline
+    JOIN cmp_global_units AS u ON o.run = u.run AND o.baseline = u.baseline
     JOIN cmp_olists AS l ON l.run = o.owner
     JOIN cmp_draws AS d ON l.user_idx = d.user_idx
 ),
@@ -73,7 +65,7 @@ cmp_ologs AS (
     JOIN cmp_contexts AS c ON l.user_id = c.user_id
     JOIN cmp_logged_draws AS d ON c.user_idx = d.user_idx
     JOIN cmp_logged_copies AS k ON k.n_copy <= d.w
-    JOIN cmp_logged_units AS u ON u.baseline = 0
+    JOIN cmp_global_units AS u ON u.baseline = 0
     UNION ALL
     SELECT CAST((u.unit * ($resamples + 1) + r.resample) * 4 + s.side AS BIGINT) AS cmp_key,
         l.user_id AS user_id, l.item_id AS item_id, l.position AS position, l.propensity AS propensity,
@@ -81,7 +73,7 @@ cmp_ologs AS (
     FROM logs_in AS l
     CROSS JOIN cmp_resamples AS r
     CROSS JOIN (SELECT 1 AS side UNION ALL SELECT 2 AS side) AS s
-    JOIN cmp_logged_units AS u ON u.baseline <> 0
+    JOIN cmp_global_units AS u ON u.baseline <> 0
 ),
 cmp_logged_run_users AS (
     SELECT r.run AS run, CAST(COUNT(*) AS BIGINT) AS w1 FROM cmp_runs AS r CROSS JOIN cmp_contexts AS c GROUP BY r.run

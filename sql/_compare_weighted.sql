@@ -19,8 +19,8 @@
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; randomization by swapping a unit's treatments: Fisher 1935, §21.
 --
 -- Inputs: cmp_wlists(run, user_idx, user_id, item_id, rank) (each user's top max k in each run), cmp_draws,
--- cmp_users, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_weighted_metrics(metric). Output: cmp_wrecs(cmp_key,
--- user_id, item_id, cmp_rank, cmp_weight), cmp_weighted_units(run, baseline, unit), cmp_weighted_run_users(run, w1),
+-- cmp_users, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_global_units, cmp_weighted_metrics(metric).
+-- Output: cmp_wrecs(cmp_key, user_id, item_id, cmp_rank, cmp_weight), cmp_weighted_run_users(run, w1),
 -- cmp_global_weighted_users(run, baseline, metric, n).
 WITH
 cmp_weighted_draws AS (
@@ -28,19 +28,11 @@ cmp_weighted_draws AS (
     UNION ALL
     SELECT CAST(0 AS BIGINT) AS resample, user_idx, CAST(1 AS BIGINT) AS w FROM cmp_users
 ),
-cmp_weighted_units AS (
-    SELECT run, baseline, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline) AS BIGINT) AS unit
-    FROM (
-        SELECT run, CAST(0 AS BIGINT) AS baseline FROM cmp_runs
-        UNION ALL
-        SELECT run, baseline FROM cmp_global_pairs
-    ) AS u
-),
 cmp_wrecs AS (
     SELECT CAST((u.unit * ($resamples + 1) + d.resample) * 4 + 3 AS BIGINT) AS cmp_key,
         l.user_id AS user_id, l.item_id AS item_id, l.rank AS cmp_rank, d.w AS cmp_weight
     FROM cmp_wlists AS l
-    JOIN cmp_weighted_units AS u ON l.run = u.run AND u.baseline = 0
+    JOIN cmp_global_units AS u ON l.run = u.run AND u.baseline = 0
     JOIN cmp_weighted_draws AS d ON l.user_idx = d.user_idx
     WHERE d.w > 0
     UNION ALL
@@ -48,7 +40,7 @@ cmp_wrecs AS (
                 + CASE WHEN (o.role = 1 AND d.s = 1) OR (o.role = 2 AND d.s = -1) THEN 1 ELSE 2 END AS BIGINT) AS cmp_key,
         l.user_id AS user_id, l.item_id AS item_id, l.rank AS cmp_rank, CAST(1 AS BIGINT) AS cmp_weight
     FROM cmp_global_owners AS o
-    JOIN cmp_weighted_units AS u ON o.run = u.run AND o.baseline = u.baseline
+    JOIN cmp_global_units AS u ON o.run = u.run AND o.baseline = u.baseline
     JOIN cmp_wlists AS l ON l.run = o.owner
     JOIN cmp_draws AS d ON l.user_idx = d.user_idx
 ),

@@ -7,7 +7,7 @@
 -- cite: Efron & Tibshirani, An Introduction to the Bootstrap, 1993, ch. 6.
 --
 -- Inputs: cmp_weighted_values(cmp_key, x_slot) (the weighted evaluation's global rows, one column per metric; the
--- key as sql/_compare_weighted.sql writes it), cmp_weighted_units, cmp_weighted_metrics(metric),
+-- key as sql/_compare_weighted.sql writes it), cmp_global_units, cmp_weighted_metrics(metric),
 -- cmp_weighted_run_users(run, w1).
 -- Output: cmp_global_weighted(run, baseline, metric, resample, side, stat, w1).
 -- Each column x_slot, and each CASE branch WHEN $slot, stands for one per weighted metric (recsql writes them: x_0,
@@ -20,7 +20,7 @@ cmp_weighted_decoded AS (
             CAST((cmp_key - cmp_key % (4 * ($resamples + 1))) / (4 * ($resamples + 1)) AS BIGINT) AS unit, x_slot
         FROM cmp_weighted_values
     ) AS x
-    JOIN cmp_weighted_units AS u ON x.unit = u.unit
+    JOIN cmp_global_units AS u ON x.unit = u.unit
 ),
 cmp_global_weighted AS (
     SELECT v.run AS run, v.baseline AS baseline, m.metric AS metric, v.resample AS resample, v.side AS side,

@@ -145,6 +145,21 @@ def union_all(selects: list[exp.Select]) -> exp.Expression:
     return query
 
 
+def rename_relations(ctes: list[exp.CTE], mapping: dict[str, str]) -> list[exp.CTE]:
+    """``ctes`` with each relation named in ``mapping`` renamed to its value, where it is defined (the CTE's
+    alias) and wherever it is read (a table without a schema; a reference without an alias keeps its old
+    name as alias, so its qualified columns still resolve). Rewritten in place; returned."""
+    for cte in ctes:
+        for table in cte.this.find_all(exp.Table):
+            if table.name in mapping and not table.args.get("db"):
+                if not table.alias:
+                    table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+                table.set("this", exp.to_identifier(mapping[table.name]))
+        if cte.alias in mapping:
+            cte.set("alias", exp.TableAlias(this=exp.to_identifier(mapping[cte.alias])))
+    return ctes
+
+
 def union_branches(node: exp.Expression) -> list[exp.Select]:
     """The SELECTs of a UNION ALL chain, in order."""
     out: list[exp.Select] = []
