@@ -1,18 +1,15 @@
 """The public entry points: :func:`evaluate` (run on an engine) and :func:`to_sql` (render the query)."""
 from __future__ import annotations
 
-
 import re
 import time
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
 
-from .comparison_result import Comparison
-from .comparison_run import compare_per_user, refuse_global
 from .comparison_settings import Settings
 from .comparison_sql import statement_for
 from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, population_counts
@@ -21,14 +18,12 @@ from .database import shared
 from .dialects import dialect as get_dialect
 from .dialects import render
 from .errors import RecsqlError, RecsqlWarning, suggest_keywords
+from .evaluation_result import Evaluation
 from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
 from .inputs import Inputs, metrics_first, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
-from .output import write_outputs
 from .plans import build_plan
-from .report import evaluation_html, from_evaluation
-from .report import report as make_report
 from .request import bound, checked_request
 from .sources import bind
 from .statements import finalize_sql, statement_sql
@@ -38,73 +33,6 @@ ORDER_TYPES = re.compile(r"DOUBLE|BIGINT|DECIMAL(\(\s*\d{1,2}\s*,\s*\d{1,2}\s*\)
 
 
 WHAT = " (another recommender's lists; baseline names the run compared against)"  # the renamed input
-
-
-@dataclass
-class Evaluation:
-    """The result of :func:`evaluate`: ``summary`` (one row per run) and ``per_user`` DataFrames."""
-
-    summary: pd.DataFrame
-    per_user: pd.DataFrame
-    metrics: list[Metric]
-    sql: str = field(repr=False)
-    engine: str = "DuckDB"
-    seconds: float = 0.0
-    inputs: tuple[str, ...] = ()  # the table names read (an output may not replace them)
-    rows_in: int = 0  # recommendation rows read
-    run_cols: tuple[str, ...] = ()  # the run key columns of summary and per_user
-    user_col: str = "user_id"  # the user column of per_user
-    # the options it was computed with: those given, and the convention's tie rule and population
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
-        """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
-        ``.duckdb`` path), atomically; refuses, before writing anything, to replace a table the
-        evaluation read (however it is qualified or capitalised, or read through a view) or to
-        write both to one table."""
-        write_outputs(con, [(label, name, frame) for label, name, frame in
-                            (("summary", summary, self.summary), ("per_user", per_user, self.per_user))
-                            if name is not None], protected=self.inputs)
-
-    def compare(self, baseline: Any = None, *, tests: Sequence[str] = ("t", "wilcoxon", "randomization"),
-                ci: float = 0.95, resamples: int = 1000, seed: int = 0, correction: str | None = "holm",
-                segments: Any = None) -> Any:
-        """Paired tests and bootstrap intervals between this evaluation's runs, from its per-user values,
-        as :func:`recsql.compare` computes them (the same SQL, run on a private in-memory DuckDB);
-        ``segments``: compared within each segment, as :func:`recsql.compare`'s (a DataFrame, an Arrow
-        table or a file: one row per user, the user column and the segment columns). Returns a
-        :class:`recsql.Comparison`."""
-        settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
-        refuse_global(self.metrics)
-        started = time.perf_counter()
-        runs, tests_table, sql = compare_per_user(self.per_user, [m.column for m in self.metrics], self.run_cols,
-                                                  self.user_col, settings, segments)
-        return Comparison(runs=runs, tests=tests_table, metrics=list(self.metrics), settings=settings, sql=sql,
-                          seconds=time.perf_counter() - started)
-
-    def __repr__(self) -> str:
-        return f"Evaluation({', '.join(map(str, self.metrics))})\n{self.summary.to_string(index=False)}"
-
-    # the report and its tables (recsql/report): thin delegations
-
-    def report(self, path: str, *, baseline: Any = None, title: str | None = None, **options: Any) -> str:
-        """Write one self-contained HTML report of this evaluation to ``path`` (docs/guide/report.md): the
-        summary, with two or more runs compared against ``baseline`` (None: every pair) from these
-        per-user values (``options``: :meth:`compare`'s; ``inputs={"recs": ...}`` to fingerprint the
-        inputs), per-user distributions, curves over the cutoffs evaluated, definitions and the SQL."""
-        make_report(evaluation=self, out=path, baseline=baseline, title=title, **{"options": self.options, **options})
-        return str(path)
-
-    def to_markdown(self) -> str:
-        """The summary table (runs × metrics) in Markdown."""
-        return from_evaluation(self, compared=False).to_markdown()
-
-    def to_latex(self) -> str:
-        """The summary table (runs × metrics) as a LaTeX table."""
-        return from_evaluation(self, compared=False).to_latex()
-
-    def _repr_html_(self) -> str:
-        return evaluation_html(self)
 
 
 def _input_keywords(arguments: dict[str, Any]) -> dict[str, Any]:

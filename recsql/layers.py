@@ -49,8 +49,8 @@ LAYERS = (
                "the results can offer them)",
      ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",
       "recsql.report.svg")),
-    ("results", "what compare returns, and the comparison of per-user values that Evaluation.compare runs",
-     ("recsql.comparison_decisions", "recsql.comparison_result", "recsql.comparison_run")),
+    ("results", "what evaluate and compare return, and the comparison of per-user values that Evaluation.compare runs",
+     ("recsql.comparison_decisions", "recsql.comparison_result", "recsql.comparison_run", "recsql.evaluation_result")),
     ("evaluate", "the first entry points: evaluate, to_sql and the Evaluation they return",
      ("recsql.api",)),
     ("entry", "the entry points built on evaluate: compare (its keywords are evaluate's), build_report, dbt "
