@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .compose import Plan, logs_in, reward_model_in
-from .compose.log_checks import LOG_RULES, invalid_log_value, logged_rules
+from .compose.log_checks import LOG_RULES, inconsistent_slates, invalid_log_value, logged_rules, slate_rules
 from .dialects import render
 from .engines.base import Runner
 from .errors import RecsqlError
@@ -48,8 +48,42 @@ def refuse_logs(runner: Runner, plan: Plan, found: dict[str, int]) -> None:
             query = exp.select(*keys).from_(groups.subquery("d")).order_by(*keys).limit(3)
             rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
             raise duplicate_report(rows, found[f"{role}_duplicate_rows"], role, names, fix)
+    if found.get("logs_inconsistent_slates"):
+        _refuse_slates(runner, plan, found["logs_inconsistent_slates"])
     if found.get("reward_model_missing_rows"):
         raise RecsqlError(f"reward_model predicts no reward for {found['reward_model_missing_rows']} (context, item) "
                           "pair(s) the estimators read: every logged (context, item) of logs and every recommended "
                           "(context, item) of recs for the logged contexts needs a prediction (the direct method "
                           "would read a missing one as 0); add those rows to reward_model")
+
+
+# each slate rule: what its slates hold, and the fix (in the words of the option naming the column)
+SLATE_FAULTS = {
+    "slate_propensity": ("two different values of slate_propensity_col={column!r} (a slate's joint propensity, the "
+                         "logging policy's probability of the whole slate, is one number, the same on each row)",
+                         "log each slate's one joint probability on every row of it"),
+    "position": ("two rows at one position (a slate holds one item per slot)",
+                 "keep one row per position, or give each slate its own context id (user_col='<slate id column>')"),
+    "cascade_propensity": ("a cascade propensity (cascade_propensity_col={column!r}) that rises down the slate: the "
+                           "probability of the slate's items at positions 1..k is a product of probabilities, so it "
+                           "never grows with k",
+                           "log at position k the probability of the items at positions 1..k"),
+}
+
+
+def _refuse_slates(runner: Runner, plan: Plan, count: int) -> None:
+    """Raise for the first slate rule that some slate breaks, with up to three of its contexts."""
+    columns = {"slate_propensity": plan.slate_propensity_col, "position": plan.position_col,
+               "cascade_propensity": plan.cascade_propensity_col}
+    for rule in slate_rules(plan):
+        query = inconsistent_slates(plan, [rule], examples=True)
+        query = query.with_("logs_in", as_=logs_in(plan))
+        rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
+        if rows:
+            what, fix = SLATE_FAULTS[rule]
+            shown = ", ".join(repr(r[0]) for r in rows)
+            raise RecsqlError(f"logs has {count} slate(s) whose rows disagree, e.g. context(s) {shown}: "
+                              f"{what.format(column=columns[rule])}; {fix}. The slate estimators read each row's "
+                              f"value as given, so such a slate would change their number silently")
+    raise RecsqlError(f"logs has {count} slate(s) whose rows disagree")
+

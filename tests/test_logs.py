@@ -130,6 +130,39 @@ def test_the_slate_estimators_by_hand():
     assert not set(SLATES) & set(recsql.evaluate(RECS, None, SLATES, logs=SLATE_LOGS, **SLATE_COLUMNS).per_user.columns)
 
 
+@pytest.mark.parametrize("change, words", [
+    ({"slate_p": [0.1, 0.1, 0.2, 0.3]}, r"context\(s\) 2: two different values of slate_propensity_col='slate_p'"),
+    ({"position": [1, 2, 1, 1], "item_id": [10, 11, 12, 13]}, r"context\(s\) 2: two rows at one position"),
+    ({"cascade_p": [0.5, 0.6, 0.5, 0.2]}, r"context\(s\) 1: a cascade propensity \(cascade_propensity_col='cascade_p'\) "
+                                          r"that rises down the slate"),
+])
+def test_a_slate_whose_rows_disagree_is_refused_by_the_query_and_in_rendered_sql(change, words):
+    """One slate propensity per slate, one row per position, cascade propensities that never rise with the position:
+    each broken once (the rest of the logs as SLATE_LOGS). evaluate names the slate and the column; the rendered
+    query counts the slate in logs_inconsistent_slates, and counts none on the logs as they should be."""
+    bad = SLATE_LOGS.assign(**change)
+    with pytest.raises(recsql.RecsqlError, match=r"logs has 1 slate\(s\) whose rows disagree, e\.g\. " + words):
+        recsql.evaluate(RECS, None, SLATES, logs=bad, **SLATE_COLUMNS)
+    sql = recsql.to_sql("recs", None, SLATES, logs="logs", **SLATE_COLUMNS)
+    con = duckdb.connect()
+    con.register("recs", RECS)
+    for logs, count in ((bad, 1), (SLATE_LOGS, 0)):
+        con.register("logs", logs)
+        assert con.execute(sql).df().iloc[0]["logs_inconsistent_slates"] == count
+
+
+def test_slate_checks_allow_what_slates_may_hold():
+    """A cascade propensity that stays level down the slate (an item the policy always shows next), one that falls
+    by less than rounding's 1e-9 relative rise, and a slate of one row: no refusal, and the numbers of the by-hand
+    slates."""
+    level = SLATE_LOGS.assign(cascade_p=[0.5, 0.5, 0.2, 0.2 * (1 + 1e-12)])
+    got = recsql.evaluate(RECS, None, ["slate_rips"], logs=level, **SLATE_COLUMNS).summary.iloc[0]
+    assert got["slate_rips"] == pytest.approx((1 / 0.5 * 1 + 1 / 0.5 * 0 + 1 / 0.2 * 1 + 0) / 2)
+    one = SLATE_LOGS.iloc[[0, 2, 3]]
+    got = recsql.evaluate(RECS, None, ["slate_ips"], logs=one, **SLATE_COLUMNS).summary.iloc[0]
+    assert got["slate_ips"] == pytest.approx((1 / 0.1 * 1 + 0) / 2)
+
+
 def test_a_slate_estimator_without_its_column_or_positions_is_refused():
     with pytest.raises(recsql.RecsqlError, match=r"metric 'slate_ips' needs each logged slate's joint propensity.*"
                                                  r"pass slate_propensity_col="):
@@ -166,7 +199,8 @@ def test_the_slate_propensities_are_checked_where_logged(column, value):
 def slate_logs(draw) -> tuple[list[dict], list[dict]]:
     """Lists of items 1..6 for users 1..4, and logged slates of users 1..5 (5 without a list): each a
     list's first m items then others (so that slates agree with the lists on prefixes of every length),
-    at positions 1..L, with random propensities."""
+    at positions 1..L, with random propensities, as a slate holds them: one joint propensity per slate, cascade
+    propensities that never rise down it."""
     recs, logs = [], []
     for user in range(1, 6):
         order = draw(st.permutations(range(1, 7)))
@@ -177,12 +211,12 @@ def slate_logs(draw) -> tuple[list[dict], list[dict]]:
         length = draw(st.integers(1, 4))
         head = list(order[:draw(st.integers(0, length))])
         slate = head + [i for i in draw(st.permutations(range(1, 7))) if i not in head][:length - len(head)]
+        joint, cascade = draw(st.sampled_from([0.01, 0.04, 0.25])), 1.0  # one joint propensity per slate
         for position, item in enumerate(slate, start=1):
+            cascade *= draw(st.sampled_from([0.05, 0.1, 0.5] if position == 1 else [0.2, 0.5, 1.0]))  # never rises
             logs.append({"user_id": user, "item_id": item, "position": position,
-                         "propensity": draw(st.sampled_from([0.2, 0.5, 1.0])),
-                         "slate_propensity": draw(st.sampled_from([0.01, 0.04, 0.25])),
-                         "cascade_propensity": draw(st.sampled_from([0.05, 0.1, 0.5])),
-                         "reward": draw(st.sampled_from([0.0, 1.0, 2.5]))})
+                         "propensity": draw(st.sampled_from([0.2, 0.5, 1.0])), "slate_propensity": joint,
+                         "cascade_propensity": cascade, "reward": draw(st.sampled_from([0.0, 1.0, 2.5]))})
     return recs, logs
 
 

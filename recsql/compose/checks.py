@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..trees import not_finite, parse
-from .log_checks import LOG_CHECKS, LOG_KEYS, MISSING_PREDICTIONS, invalid_log_row
+from .log_checks import LOG_CHECKS, LOG_KEYS, MISSING_PREDICTIONS, inconsistent_slates, invalid_log_row, slate_rules
 from .plan import Plan, internal_runs, segment_runs, truth_runs
 from .rewrite import union_all
 
@@ -199,6 +199,9 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         parts += [_invalid("logs_in", [], [], "logs_invalid_rows", LOGS_ROWS, also=invalid_log_row(plan)),
                   _extra_copies("logs_in", LOG_KEYS, "logs_duplicate_rows")]
         names += ["logs_invalid_rows", "logs_duplicate_rows"]
+        if slate_rules(plan):
+            parts.append(inconsistent_slates(plan))
+            names.append("logs_inconsistent_slates")
     if plan.reward_model is not None and "reward_model_in" in read:
         parts += [_invalid("reward_model_in", ["user_id", "item_id", "reward"], ["reward"], "reward_model_invalid_rows"),
                   _extra_copies("reward_model_in", ["user_id", "item_id"], "reward_model_duplicate_rows"),

@@ -8,6 +8,12 @@ one query's ``checks`` row like the other inputs', which recsql/compose/checks.p
 - ``logs_duplicate_rows``: extra copies of a (context, item, position) impression, whatever
   ``duplicates`` says: two rows of one impression are two observations or one logged twice, and only the
   user can tell (give each request its own context id);
+- ``logs_inconsistent_slates`` (where logs carry a slate or cascade propensity): the slates (contexts) whose
+  rows disagree: two slate propensities (the joint probability of the one slate, the same on each of its
+  rows), two rows at one position (a slate holds one item per slot), or a cascade propensity that rises down
+  the slate (p(s_1..s_k) is a product of probabilities, so it never grows with k; a rise of more than a
+  relative 1e-9, past rounding). The slate estimators read each row's value as given, so any of these
+  would change their number silently;
 - ``reward_model_invalid_rows`` / ``reward_model_duplicate_rows``: a NULL key or reward, a NaN or
   infinite reward; extra copies of a (context, item) prediction;
 - ``reward_model_missing_rows``: logged (context, item) pairs and recommended (context, item) pairs of the
@@ -20,8 +26,8 @@ from sqlglot import exp
 
 from ..trees import not_finite
 
-LOG_CHECKS = ("logs_invalid_rows", "logs_duplicate_rows", "reward_model_invalid_rows", "reward_model_duplicate_rows",
-              "reward_model_missing_rows")
+LOG_CHECKS = ("logs_invalid_rows", "logs_duplicate_rows", "logs_inconsistent_slates", "reward_model_invalid_rows",
+              "reward_model_duplicate_rows", "reward_model_missing_rows")
 
 LOG_KEYS = ["user_id", "item_id", "position"]  # an impression
 
@@ -67,6 +73,36 @@ def invalid_log_value(column: str) -> exp.Expression:
 def invalid_log_row(plan: object) -> exp.Expression:
     """A row of logs_in that breaks any of LOG_RULES checked on ``plan``'s logs."""
     return exp.or_(*[invalid_log_value(column) for column in logged_rules(plan)])
+
+
+# a slate's rule (logs_inconsistent_slates) -> the option that logs its column (None: always, with either) and
+# the condition over a slate's group of rows (``prior_cascade``: the cascade propensity one position up)
+SLATE_RULES = {
+    "slate_propensity": ("slate_propensity_col", "MAX(slate_propensity) > MIN(slate_propensity)"),
+    "position": ("position_col", "COUNT(*) > COUNT(DISTINCT position)"),
+    "cascade_propensity": ("cascade_propensity_col",
+                           "MAX(CASE WHEN cascade_propensity > prior_cascade * (1 + 1E-9) THEN 1 ELSE 0 END) = 1"),
+}
+
+
+def slate_rules(plan: object) -> list[str]:
+    """SLATE_RULES' names checked on ``plan``'s logs: none unless a slate or cascade propensity is logged."""
+    if not (getattr(plan, "slate_propensity_col") or getattr(plan, "cascade_propensity_col")):
+        return []
+    return [name for name, (option, _) in SLATE_RULES.items() if getattr(plan, option)]
+
+
+def inconsistent_slates(plan: object, rules: list[str] | None = None, examples: bool = False) -> exp.Select:
+    """The count of logs_in's slates breaking ``rules`` (default: :func:`slate_rules`), one row
+    ``logs_inconsistent_slates``; with ``examples``, the first three such contexts instead."""
+    having = " OR ".join(SLATE_RULES[r][1] for r in (slate_rules(plan) if rules is None else rules))
+    slates = (f"SELECT user_id FROM (SELECT user_id, position, slate_propensity, cascade_propensity, "
+              f"LAG(cascade_propensity) OVER (PARTITION BY user_id ORDER BY position) AS prior_cascade FROM logs_in) AS l "
+              f"GROUP BY user_id HAVING {having}")
+    if examples:
+        return exp.select("user_id").from_(exp.maybe_parse(slates).subquery("s")).order_by("user_id").limit(3)
+    return exp.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), "logs_inconsistent_slates")) \
+        .from_(exp.maybe_parse(slates).subquery("s"))
 
 
 MISSING_PREDICTIONS = """
