@@ -64,7 +64,7 @@ def test_the_slate_estimators_equal_obps(obp_cases):
         logs, recs = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs"))
         got = recsql.evaluate(recs, None, list(case["expected"]), logs=logs, slate_propensity_col="slate_propensity",
                               cascade_propensity_col="cascade_propensity").summary
-        assert sorted(case["expected"]) == ["slate_iips", "slate_ips", "slate_rips"]
+        assert sorted(case["expected"]) == ["slate_iips", "slate_ips", "slate_rips", "slate_snips"]
         for metric, want in case["expected"].items():
             value = float(got[metric].iloc[0])
             assert want != 0 and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-9), (case["case"], metric, value, want)

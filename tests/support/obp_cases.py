@@ -33,7 +33,7 @@ import pandas as pd
 from obp.dataset import (SyntheticBanditDataset, SyntheticSlateBanditDataset, linear_behavior_policy,
                          linear_behavior_policy_logit, linear_reward_function, logistic_reward_function)
 from obp.ope import (DirectMethod, DoublyRobust, InverseProbabilityWeighting,
-                     SelfNormalizedInverseProbabilityWeighting, SlateIndependentIPS, SlateRewardInteractionIPS,
+                     SelfNormalizedInverseProbabilityWeighting, SelfNormalizedSlateStandardIPS, SlateIndependentIPS, SlateRewardInteractionIPS,
                      SlateStandardIPS, SwitchDoublyRobust)
 from obp.utils import softmax
 
@@ -143,7 +143,11 @@ def slate_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_typ
             **given, pscore_item_position=feedback["pscore_item_position"],
             evaluation_policy_pscore_item_position=pe_item_position),
         "slate_rips": SlateRewardInteractionIPS(len_list=len_list).estimate_policy_value(
-            **given, pscore_cascade=feedback["pscore_cascade"], evaluation_policy_pscore_cascade=pe_cascade)}
+            **given, pscore_cascade=feedback["pscore_cascade"], evaluation_policy_pscore_cascade=pe_cascade),
+        # obp divides by the mean weight over the rows: recsql's slate_snips (each slate once) when, as here,
+        # every slate has len_list rows
+        "slate_snips": SelfNormalizedSlateStandardIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore=feedback["pscore"], evaluation_policy_pscore=pe_slate)}
     # how many slates and positions the target matches: the test asserts the cases weigh something
     matched = {"slates": int((pe_slate[::len_list] == 1).sum()), "positions": int((pe_item_position == 1).sum())}
     return {"case": folder.name, "n_slates": n_rounds, "expected": {k: float(v) for k, v in expected.items()},

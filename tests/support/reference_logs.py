@@ -18,7 +18,8 @@ slate's items at positions 1..k, on the row of position k); they average over th
 slate_ips Σ_rows 1{list holds every logged item of the slate where it was logged} / slate_propensity · r,
 slate_iips Σ_rows 1{list holds the row's item there} / propensity · r, slate_rips Σ_rows 1{list holds every
 logged item at positions <= the row's where it was logged} / cascade_propensity · r, each / the number of
-slates (McInerney et al., KDD 2020).
+slates (McInerney et al., KDD 2020); slate_snips is slate_ips divided by the sum of the slates' weights
+(each slate once) instead of their number (Swaminathan & Joachims, NeurIPS 2015), None when that sum is 0.
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ DEFAULTS = {
     "slate_ips": {},
     "slate_iips": {},
     "slate_rips": {},
+    "slate_snips": {},
 }
-SLATES = {"slate_ips", "slate_iips", "slate_rips"}
+SLATES = {"slate_ips", "slate_iips", "slate_rips", "slate_snips"}
 NEEDS_MODEL = {"dm", "dr", "switch_dr"}
 
 
@@ -114,6 +116,10 @@ def _slate_estimate(name, logs, pi_e):
     slates = {}
     for row in logs:
         slates.setdefault(row["user_id"], []).append(row)
+    if name == "slate_snips":
+        weights = [min(pi_e(row) for row in rows) / rows[0]["slate_propensity"] for rows in slates.values()]
+        rewards = [sum(row["reward"] for row in rows) for rows in slates.values()]
+        return sum(w * r for w, r in zip(weights, rewards)) / sum(weights) if sum(weights) != 0 else None
     total = 0.0
     for rows in slates.values():
         for row in rows:
