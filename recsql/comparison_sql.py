@@ -384,7 +384,7 @@ def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: 
         return render(statement, dialect_name)
 
     sql = memoised_sql(key, relations, dialect_name, True, build)
-    checks = memoised_strings(("compare checks", key),
+    checks = memoised_strings(("compare checks", key, tuple(sorted(relations))),  # the given inputs' checks
                               lambda: built["checks"] if "checks" in built else _checks(compose(plan, metrics, output="raw")))
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
                     metric_columns(metrics), checks, global_kinds=global_metrics(metrics))
