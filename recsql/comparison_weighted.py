@@ -163,7 +163,10 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
     recomputed = {i: values.global_kinds[i] for i in weighted(values.global_kinds)}
     estimators = logged(values.global_kinds)
     parameters = {**parameters, "n_metrics": len(values.metrics)}  # a metric id within segments: segment·M + metric
-    ctes = template(GLOBAL_PAIRS_TEMPLATE, parameters)
+    segments = exp.select("segment").from_("cmp_segments") if values.segments is not None \
+        else exp.select(exp.alias_(bigint(0), "segment"))  # the units' segments (cmp_global_units), read cheaply
+    ctes = [exp.CTE(this=segments, alias=exp.to_identifier("cmp_unit_segments")),
+            *template(GLOBAL_PAIRS_TEMPLATE, parameters)]
     if counted:
         ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
     if recomputed:

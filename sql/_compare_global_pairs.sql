@@ -5,11 +5,11 @@
 --   run with every run before it (every = 1); unit: the pair's number 1..P in (run, baseline) order; owners: each
 --   pair's two runs, role 1 the run, role 2 the baseline (whose lists a user's sign sends to side 1 or 2);
 --   units (of the metrics recomputed by their own templates, sql/_compare_weighted.sql and sql/_compare_logged.sql):
---   each run alone (baseline 0) and each pair, within each segment (cmp_slots' grp: 1..S with segments, else the
+--   each run alone (baseline 0) and each pair, within each segment (cmp_unit_segments: 1..S with segments, else the
 --   one segment 0), numbered 1..U in (run, baseline, segment) order.
 -- cite: Fisher, The Design of Experiments, 1935, §21 (randomization by swapping a unit's treatments).
 --
--- Inputs: cmp_runs(run), cmp_baselines(run, every), cmp_slots(grp) (the segments compared). Output:
+-- Inputs: cmp_runs(run), cmp_baselines(run, every), cmp_unit_segments(segment) (the segments compared). Output:
 -- cmp_global_pairs(run, baseline), cmp_global_pair_units(run, baseline, unit), cmp_global_owners(unit, run, baseline,
 -- owner, role), cmp_global_units(run, baseline, segment, unit).
 WITH
@@ -36,6 +36,6 @@ cmp_global_units AS (
         UNION ALL
         SELECT run, baseline FROM cmp_global_pairs
     ) AS u
-    CROSS JOIN (SELECT DISTINCT grp AS segment FROM cmp_slots) AS g
+    CROSS JOIN cmp_unit_segments AS g
 )
 SELECT * FROM cmp_global_owners
