@@ -128,8 +128,8 @@ def _dense_rank(columns: list[exp.Expression]) -> exp.Expression:
 def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.CTE]:
     """From the per-user relation, read once: cmp_keyed (dense run index in run-key order, dense user
     index 1..n in user order, the run keys _k0.., the metric values x0..), cmp_values(run, user_idx,
-    metric, x) (one row per defined value), cmp_runs, cmp_users (the users resampled: none when segments leave a
-    user without one) and cmp_baselines."""
+    metric, x) (one row per defined value), cmp_runs, cmp_users (the users in a segment, their observed values
+    counted; drawn = 1 for those resampled: none when segments leave a user without one) and cmp_baselines."""
     keys = [f"_k{i}" for i in range(len(values.runs))]
     per_user = [i for i in range(len(values.metrics)) if i not in values.global_kinds]
     any_value = exp.or_(*[_column(values.metrics[i], "p").is_(exp.null()).not_() for i in per_user],
@@ -183,13 +183,14 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         f"SELECT g.segment * {len(values.metrics)} + m.metric AS metric, g.segment AS grp, m.metric AS slot "
         "FROM (SELECT DISTINCT segment FROM cmp_keyed WHERE segment >= 0) AS g CROSS JOIN cmp_metrics AS m")
     runs = exp.select("run", *keys).distinct().from_("cmp_keyed")
-    users = exp.select("user_idx").distinct().from_("cmp_keyed")
+    users = exp.select("user_idx", exp.alias_(bigint(1), "drawn")).distinct().from_("cmp_keyed")
     contexts = [contexts_cte()] if logged(values.global_kinds) else []
     if contexts:  # the logged contexts are resampled too (recsql/comparison_logged.py)
-        users = exp.union(users, exp.select("user_idx").from_("cmp_contexts"), distinct=True)
-    if values.segments is not None:  # none when a user has no segment: that result is refused, so not resampled
-        users = sqlglot.parse_one("SELECT DISTINCT k.user_idx AS user_idx FROM cmp_keyed AS k CROSS JOIN "
-                                  "(SELECT MIN(segment) AS lowest FROM cmp_keyed) AS g WHERE g.lowest >= 0")
+        users = exp.union(users, exp.select("user_idx", exp.alias_(bigint(1), "drawn")).from_("cmp_contexts"), distinct=True)
+    if values.segments is not None:  # none drawn when a user has no segment: that result is refused, so not resampled
+        users = sqlglot.parse_one("SELECT DISTINCT k.user_idx AS user_idx, CASE WHEN g.lowest >= 0 THEN 1 ELSE 0 END "
+                                  "AS drawn FROM cmp_keyed AS k CROSS JOIN (SELECT MIN(segment) AS lowest FROM "
+                                  "cmp_keyed) AS g WHERE k.segment >= 0")
     if baseline is None:  # every pair once
         baselines = exp.select("run", exp.alias_(bigint(1), "every")).from_("cmp_runs")
     else:

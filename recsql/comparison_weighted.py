@@ -7,12 +7,15 @@ items' categories, truth, the short head), so compare does not recount them: it 
 in the same statement, over lists in which each resample and each randomized side is one more run.
 ``sql/_compare_weighted.sql`` writes those lists (``cmp_wrecs``: each user's top k of each run with
 its Poisson weight, sides 3; each pair's lists swapped by the users' signs, sides 1 and 2); the
-composer stages them as runs keyed (run, baseline, resample, side), with the weight as each list's
+composer stages them as runs keyed (run, baseline, segment, resample, side), with the weight as each list's
 ``list_weight`` (``sql/_ranked.sql``), so the metric's own template computes its value per resample;
 ``sql/_compare_weighted_stats.sql`` reads those values into the rows the global tests read
 (``sql/_compare_global_tests.sql``). The bootstrap distribution is the statistic recomputed on the
 resampled users: everything derived from those users' lists and truth is recomputed, the catalog-level
 inputs (catalog, items' categories, popularity in interactions, so the short head) stay fixed.
+Within segments each unit's lists are those of one segment's users (``cmp_wlists`` carries each user's
+segment, ``cmp_global_units`` numbers (run, baseline, segment)), so a segment's value is the metric over its
+users, as evaluate's within the segment, and its metric id segment·M + metric, as the counted metrics'.
 
 >>> from recsql.metrics import parse_metric
 >>> weighted({0: parse_metric("gini@5"), 2: parse_metric("exposure_gini@5"), 3: parse_metric("pop_rsp@5")})
@@ -41,7 +44,7 @@ GLOBAL_PAIRS_TEMPLATE = "_compare_global_pairs"  # the pairs their randomization
 WEIGHTED_TEMPLATE = "_compare_weighted"  # global metrics recomputed over weighted lists: this module
 WEIGHTED_STATS_TEMPLATE = "_compare_weighted_stats"
 GLOBAL_TESTS_TEMPLATE = "_compare_global_tests"  # the global metrics' bootstrap and randomization
-RUN_COLS = ("cmp_key",)  # cmp_wrecs' run key: (run, baseline, resample, side) in one integer
+RUN_COLS = ("cmp_key",)  # cmp_wrecs' run key: (run, baseline, segment, resample, side) in one integer
 WEIGHT_COL = "cmp_weight"
 RANK_COL = "cmp_rank"
 PREFIX = "cmpw_"  # the weighted evaluation's CTEs, beside the evaluation's own
@@ -63,8 +66,9 @@ NOT_YET = {"spark": "Spark's query analyser runs out of Java heap on the stateme
 def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool,
                        dialect: str = "duckdb") -> None:
     """A global metric recomputed by its own template, over weighted lists or (an off-policy estimator) over
-    resampled logs, is not yet compared within segments, with truth per run, or on the engines of
-    :data:`NOT_YET`: refused, with the way to compare it."""
+    resampled logs, is not yet compared with truth per run or on the engines of :data:`NOT_YET`, and an
+    off-policy estimator not within segments (evaluate computes none within segments): refused, with the way
+    to compare it. The weighted ones are compared within segments (each segment's users' lists)."""
     if not recomputed:
         return
     first = metrics[recomputed[0]]
@@ -74,11 +78,16 @@ def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: 
                           f"{how}, which does not work on this engine yet ({NOT_YET[dialect]}); compare it on DuckDB "
                           f"(recsql.compare without con=, the tables as files or DataFrames), SQLite, PostgreSQL or "
                           f"MariaDB")
-    if segmented or truth_per_run:
+    if truth_per_run:
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
-                          f"{how}, which it does not do yet "
-                          f"{'within segments' if segmented else 'with truth per run'}; compare it "
-                          f"{'on each segment apart (a filter of recs and truth)' if segmented else 'with truth shared by the runs (without the run columns)'}")
+                          f"{how}, which it does not do yet with truth per run; compare it with truth shared by the "
+                          f"runs (without the run columns)")
+    estimator = next((metrics[i] for i in recomputed if metrics[i].spec.family == "off_policy"), None)
+    if segmented and estimator is not None:
+        raise RecsqlError(f"compare: metric {str(estimator)!r} is global (one number per run) and compare recomputes "
+                          f"it over resampled logs, which it does not do yet within segments (nor does evaluate "
+                          f"compute an off-policy estimator within segments); compare it without segments=, or on "
+                          f"each segment apart (a filter of recs and logs to its users)")
 
 
 def plan_for(plan: Plan, catalog: bool) -> Plan:
@@ -102,18 +111,20 @@ def plan_for(plan: Plan, catalog: bool) -> Plan:
 
 
 def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog: bool) -> list[exp.CTE]:
-    """``cmp_wlists(run, user_idx, user_id, item_id, rank)``: each user's top max k (of the weighted metrics)
-    in each run, from ``lists`` (the ranked stage's list rows: run columns ``runs``, user_id, item_id, rank)
-    joined to ``cmp_keyed``; ``cmp_weighted_metrics(metric)``: their positions; ``cmp_catalog_items`` (with
-    ``catalog``): the evaluation's catalog, which the weighted evaluation reads."""
+    """``cmp_wlists(run, segment, user_idx, user_id, item_id, rank)``: each user's top max k (of the weighted
+    metrics) in each run, with the user's segment, from ``lists`` (the ranked stage's list rows: run columns
+    ``runs``, user_id, item_id, rank) joined to ``cmp_keyed`` (a user without a segment left out, as by the
+    counted metrics: that comparison is refused); ``cmp_weighted_metrics(metric)``: their positions;
+    ``cmp_catalog_items`` (with ``catalog``): the evaluation's catalog, which the weighted evaluation reads."""
     keys = [f"_k{i}" for i in range(len(runs))]
     on = exp.and_(*[exp.column(r, "l").eq(exp.column(k, "p")) for r, k in zip(runs, keys)],
                   exp.column("user_id", "l").eq(exp.column("cmp_user", "p")))
-    rows = exp.select(*[exp.alias_(exp.column(c, t), c) for t, c in (("p", "run"), ("p", "user_idx"), ("l", "user_id"),
-                                                                      ("l", "item_id"), ("l", "rank"))]) \
+    columns = (("p", "run"), ("p", "segment"), ("p", "user_idx"), ("l", "user_id"), ("l", "item_id"), ("l", "rank"))
+    rows = exp.select(*[exp.alias_(exp.column(c, t), c) for t, c in columns]) \
         .from_(exp.alias_(exp.to_table(lists), "l")) \
         .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on) \
-        .where(exp.column("rank", "l") <= bigint(max(int(m.k) for m in metrics.values())))
+        .where(exp.and_(exp.column("rank", "l") <= bigint(max(int(m.k) for m in metrics.values())),
+                        exp.column("segment", "p") >= 0))
     ctes = [exp.CTE(this=rows, alias=exp.to_identifier("cmp_wlists")), positions_cte(metrics, "cmp_weighted_metrics")]
     if catalog:
         ctes.append(exp.CTE(this=exp.select("item_id").from_("catalog_items"),
@@ -151,7 +162,11 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
     counted = counted_kinds(values.global_kinds)
     recomputed = {i: values.global_kinds[i] for i in weighted(values.global_kinds)}
     estimators = logged(values.global_kinds)
-    ctes = template(GLOBAL_PAIRS_TEMPLATE, parameters)
+    parameters = {**parameters, "n_metrics": len(values.metrics)}  # a metric id within segments: segment·M + metric
+    segments = exp.select("segment").from_("cmp_segments") if values.segments is not None \
+        else exp.select(exp.alias_(bigint(0), "segment"))  # the units' segments (cmp_global_units), read cheaply
+    ctes = [exp.CTE(this=segments, alias=exp.to_identifier("cmp_unit_segments")),
+            *template(GLOBAL_PAIRS_TEMPLATE, parameters)]
     if counted:
         ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
     if recomputed:

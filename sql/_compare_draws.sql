@@ -13,7 +13,7 @@
 --   Chamandy, Muralidharan, Najmi & Naidu, "Estimating uncertainty for massive data streams", Google, 2012.
 --   x^5 mod P as a permutation polynomial: Lidl & Niederreiter, Finite Fields, 1997, ch. 7.
 --
--- Input: cmp_users(user_idx). Output: cmp_draws(resample, user_idx, w, s); cmp_resample_keys(resample, k1, k2,
+-- Input: cmp_users(user_idx, drawn) (drawn = 1: a user resampled). Output: cmp_draws(resample, user_idx, w, s); cmp_resample_keys(resample, k1, k2,
 -- k3) and cmp_user_keys(user_idx, k) for the run shuffles of sql/_compare_tukey.sql.
 WITH
 cmp_digits AS (
@@ -36,7 +36,7 @@ cmp_resample_keys AS (
     SELECT resample, MIX(x1) AS k1, MIX(x2) AS k2, MIX(x3) AS k3 FROM cmp_resample_in
 ),
 cmp_user_in AS (
-    SELECT user_idx, (user_idx * $user_step + $user_shift) % $P AS x FROM cmp_users
+    SELECT user_idx, (user_idx * $user_step + $user_shift) % $P AS x FROM cmp_users WHERE drawn = 1
 ),
 cmp_user_keys AS (
     SELECT user_idx, MIX(x) AS k FROM cmp_user_in

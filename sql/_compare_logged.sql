@@ -24,7 +24,8 @@
 -- cmp_draws, cmp_resamples, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_global_units,
 -- cmp_logged_metrics(metric).
 -- Output: cmp_orecs(cmp_key, user_id, item_id, ord), cmp_ologs(cmp_key, user_id, item_id, position, propensity,
--- reward), cmp_logged_run_users(run, w1), cmp_global_logged_users(run, baseline, metric, n).
+-- reward), cmp_logged_run_users(run, segment, w1), cmp_global_logged_users(run, baseline, metric, n). Compared without
+-- segments only (evaluate computes no estimator within segments): every unit is in the one segment 0.
 WITH
 cmp_logged_draws AS (
     SELECT resample, user_idx, w FROM cmp_draws
@@ -76,7 +77,8 @@ cmp_ologs AS (
     JOIN cmp_global_units AS u ON u.baseline <> 0
 ),
 cmp_logged_run_users AS (
-    SELECT r.run AS run, CAST(COUNT(*) AS BIGINT) AS w1 FROM cmp_runs AS r CROSS JOIN cmp_contexts AS c GROUP BY r.run
+    SELECT r.run AS run, CAST(0 AS BIGINT) AS segment, CAST(COUNT(*) AS BIGINT) AS w1
+    FROM cmp_runs AS r CROSS JOIN cmp_contexts AS c GROUP BY r.run
 ),
 cmp_global_logged_users AS (
     SELECT p.run AS run, p.baseline AS baseline, m.metric AS metric, CAST(COUNT(*) AS BIGINT) AS n

@@ -564,6 +564,14 @@ def test_segment_refusals(change, words):
         assert word in str(err.value), (word, str(err.value))
 
 
+def test_a_user_without_a_segment_is_refused_by_name_with_only_global_metrics():
+    """With only global metrics (whose observed values count every user in a segment) the refusal names the
+    user without a segment, as with per-user metrics."""
+    recs, truth = recs_truth(users=12)
+    with pytest.raises(recsql.RecsqlError, match="1 user.* no row in segments"):
+        recsql.compare(recs, truth, ["gini@3"], run_cols="model", segments=cohorts(12).iloc[1:], resamples=10)
+
+
 def test_every_engine_gives_the_same_numbers_within_segments(engine):
     recs, truth = recs_truth(text=True, users=18, seed=5)
     options = dict(run_cols="model", baseline="B", resamples=60, seed=2)
@@ -735,9 +743,9 @@ def test_compare_refuses_the_slate_estimators(name):
 
 @pytest.mark.parametrize("name", sorted(OFF_POLICY - SLATES))
 def test_compare_resamples_the_off_policy_estimators_and_refuses_them_with_truth_per_run_or_segments(name):
-    """Each estimator is compared (its numbers: tests/test_compare_logged.py); with truth per run or within
-    segments, as the global metrics recomputed over weighted lists, it is refused, naming it and the way to
-    compare it."""
+    """Each estimator is compared (its numbers: tests/test_compare_logged.py); with truth per run (as the global
+    metrics recomputed over weighted lists) or within segments (which evaluate refuses too), it is refused,
+    naming it and the way to compare it."""
     recs = pd.DataFrame({"model": ["a", "a", "b", "b"], "user_id": [1, 2, 1, 2], "item_id": [1, 2, 2, 1],
                          "score": [1.0, 1.0, 1.0, 1.0]})
     logs = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 1], "position": [1, 1], "propensity": [0.5, 0.5],
@@ -750,21 +758,22 @@ def test_compare_resamples_the_off_policy_estimators_and_refuses_them_with_truth
     with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}' is global .*over resampled logs.*with truth per run"):
         recsql.compare(recs, pd.concat([truth.assign(model=m) for m in ("a", "b")]), [name], logs=logs,
                        reward_model=model, run_cols="model", resamples=10)
-    with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}' is global .*over resampled logs.*within segments"):
+    with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}' is global .*over resampled logs.*within segments"
+                                                 r".*nor does evaluate.*without segments="):
         recsql.compare(recs, truth, [name], logs=logs, reward_model=model, run_cols="model", resamples=10,
                        segments=pd.DataFrame({"user_id": [1, 2], "cohort": ["x", "y"]}))
 
 
 @pytest.mark.parametrize("name", sorted(WEIGHTED))
-def test_compare_refuses_a_weighted_global_metric_within_segments_or_with_truth_per_run(name):
+def test_compare_refuses_a_weighted_global_metric_with_truth_per_run(name):
+    """Refused with truth per run, naming the metric and the way to compare it (within segments it is compared:
+    tests/test_compare_weighted.py)."""
     recs = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "user_id": [1, 1, 2, 2] * 2,
                          "item_id": [10, 11, 10, 12, 11, 12, 12, 10], "score": [2.0, 1.0] * 4})
     truth = pd.DataFrame({"user_id": [1, 2], "item_id": [10, 12], "relevance": [1, 1]})
     items = pd.DataFrame({"item_id": [10, 11, 12], "category": ["x", "x", "y"]})
     interactions = pd.DataFrame({"user_id": [1, 2, 3], "item_id": [10, 10, 11]})
     given = dict(run_cols="model", items=items, interactions=interactions, resamples=10)
-    with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}@2' is global .*weighted lists.*within segments"):
-        recsql.compare(recs, truth, [f"{name}@2"], segments=cohorts(3), **given)
     per_run = pd.concat([truth.assign(model=m) for m in ("a", "b")])
     with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}@2' is global .*with truth per run"):
         recsql.compare(recs, per_run, [f"{name}@2"], **given)
@@ -916,8 +925,8 @@ WEIGHTED_ENGINES = ("duckdb", "sqlite", "postgres", "mysql", "datafusion")  # my
 @pytest.mark.parametrize("name", WEIGHTED_ENGINES)
 def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(name):
     """The global metrics recomputed over weighted lists (with a counted one and a per-user one beside
-    them), text ids, three runs every pair: the same numbers as DuckDB's, themselves the reference's
-    (tests/test_compare_weighted.py)."""
+    them), text ids, three runs every pair, within two segments: the same numbers as DuckDB's, themselves
+    the reference's (tests/test_compare_weighted.py)."""
     with ExitStack() as stack:
         _weighted_on(start(name, stack))
 
@@ -984,10 +993,12 @@ def _weighted_on(engine):
                "exposure_entropy(weight=log)@3", "lt_coverage(split=interactions)@3", "pop_rsp(split=interactions)@3",
                "pop_reo(split=interactions)@2", "lt_coverage@2", "pop_rsp@3", "pop_reo@3", "gini@3", "ndcg@3"]
     options = dict(run_cols="model", resamples=20, seed=4, tests=("t", "randomization"), head_col="head")
-    want = recsql.compare(recs, truth, metrics, items=items, interactions=interactions, **options)
+    want = recsql.compare(recs, truth, metrics, items=items, interactions=interactions, segments=cohorts(9, text=True),
+                          **options)
     got = recsql.compare(engine.load(recs), engine.load(truth), metrics, items=engine.load(items),
-                         interactions=engine.load(interactions), con=engine.con, **options)
-    assert want.tests["ci_low"].notna().sum() >= 20
+                         interactions=engine.load(interactions), segments=engine.load(cohorts(9, text=True)),
+                         con=engine.con, **options)
+    assert set(want.tests["cohort"]) == {"new", "old"} and want.tests["ci_low"].notna().sum() >= 20
     assert_same_tables(got, want, engine.name)
 
 

@@ -91,27 +91,35 @@ class Reference:
     def value(self, name, options, k, lists):
         return weighted_global(name, k, options, lists, **self.given)
 
-    def run(self, name, options, k, run, weights):
-        return self.value(name, options, k, [(weights[i], rows) for i, rows in self.lists[run].items()])
+    def run(self, name, options, k, run, weights, users=None):
+        """The metric over the run's lists weighted by ``weights``, of ``users`` only (user indices; None: all)."""
+        return self.value(name, options, k, [(weights[i], rows) for i, rows in self.lists[run].items()
+                                             if users is None or i in users])
 
-    def sides(self, name, options, k, signs):
-        """The two randomized sides of (B, A): side 1 B's list where the sign is +1, A's where −1."""
-        one = [(1, self.lists["B" if signs[i] == 1 else "A"][i]) for i in range(self.n)
+    def sides(self, name, options, k, signs, users=None):
+        """The two randomized sides of (B, A): side 1 B's list where the sign is +1, A's where −1 (``users`` only)."""
+        kept = [i for i in range(self.n) if users is None or i in users]
+        one = [(1, self.lists["B" if signs[i] == 1 else "A"][i]) for i in kept
                if i in self.lists["B" if signs[i] == 1 else "A"]]
-        two = [(1, self.lists["A" if signs[i] == 1 else "B"][i]) for i in range(self.n)
+        two = [(1, self.lists["A" if signs[i] == 1 else "B"][i]) for i in kept
                if i in self.lists["A" if signs[i] == 1 else "B"]]
         return self.value(name, options, k, one), self.value(name, options, k, two)
 
 
-def statistics(recs, truth, interactions, items, metrics, resamples, seed) -> pd.DataFrame:
+def statistics(recs, truth, interactions, items, metrics, resamples, seed, segments=None) -> pd.DataFrame:
     """compare's statement (to_sql) run on DuckDB up to the weighted global metrics' values: cmp_global_weighted
-    (run, baseline, metric, resample, side, stat), runs numbered 1 (A) and 2 (B)."""
+    (run, baseline, metric, resample, side, stat), runs numbered 1 (A) and 2 (B); with ``segments`` (user_id,
+    cohort), compared within each cohort: metric = segment·M + the metric's position, segments numbered 1.. in
+    cohort order."""
     con = duckdb.connect()
-    for name, table in (("recs", recs), ("truth", truth), ("interactions", interactions), ("items", items)):
+    tables = (("recs", recs), ("truth", truth), ("interactions", interactions), ("items", items),
+              *((("cohorts", segments),) if segments is not None else ()))
+    for name, table in tables:
         con.register(f"{name}_frame", table)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_frame")
+    within = {"segments": "cohorts", "segment_cols": ["cohort"]} if segments is not None else {}
     sql = recsql.to_sql(metrics=metrics, run_cols="model", items="items", interactions="interactions", head_col="head",
-                        compare={"baseline": "A", "resamples": resamples, "seed": seed})
+                        compare={"baseline": "A", "resamples": resamples, "seed": seed, **within})
     tree = sqlglot.parse_one(sql, read="duckdb")
     final = sqlglot.parse_one("SELECT run, baseline, metric, resample, side, stat FROM cmp_global_weighted")
     final.set("with_", tree.args["with_"])
@@ -195,6 +203,79 @@ def test_intervals_and_randomization_counts_are_the_references(data, k, seed):
             if one is not None and two is not None:
                 extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
         assert row["p_randomization"] == (1 + extreme) / (resamples + 1), metric
+
+
+@settings(max_examples=2, deadline=None)
+@given(inputs(), st.integers(1, 3), st.integers(0, 300), st.data())
+def test_within_segments_each_statistic_is_the_metric_over_the_segments_users(data, k, seed, more):
+    """Within segments (two cohorts), every statistic compare computes of a cohort (each run's value under each
+    resample's weights, each pair's two randomized sides) is the reference's over that cohort's users only, the
+    catalog-level inputs (the items, their categories and head flags, the popularity in interactions) as given."""
+    recs, truth, interactions, items = data
+    users = sorted(set(recs["user_id"]) | set(truth["user_id"]) | set(interactions["user_id"]))
+    drawn = more.draw(st.lists(st.sampled_from(["x", "y"]), min_size=len(users), max_size=len(users)))
+    segments = pd.DataFrame({"user_id": users, "cohort": drawn})
+    resamples = 6
+    metrics = [spelled(name, options, k) for name, options in METRICS]
+    got = statistics(recs, truth, interactions, items, metrics, resamples, seed, segments)
+    ref = Reference(recs, truth, interactions, items)
+    w, s = weights_and_signs(ref.n, resamples, seed)
+    ones = np.ones(ref.n, dtype=int)
+    stats = {(int(r.run), int(r.baseline), int(r.metric), int(r.resample), int(r.side)): r.stat
+             for r in got.itertuples() if not pd.isna(r.stat)}
+    cohort = dict(zip(segments["user_id"], segments["cohort"]))
+    checked = 0
+    for segment, name_of in enumerate(sorted(set(drawn)), start=1):
+        members = {i for u, i in ref.index.items() if cohort[u] == name_of}
+        for m, (name, options) in enumerate(METRICS):
+            metric = segment * len(METRICS) + m
+            for run_index, run in ((1, "A"), (2, "B")):
+                for b in range(resamples + 1):
+                    want = ref.run(name, options, k, run, ones if b == 0 else w[b - 1], members)
+                    mine = stats.get((run_index, 0, metric, b, 3))
+                    assert (mine is None) == (want is None) and (want is None or abs(mine - want) <= 1e-12), \
+                        (name_of, name, options, run, b, mine, want)
+                    checked += want is not None
+            for b in range(1, resamples + 1):
+                for side, want in zip((1, 2), ref.sides(name, options, k, s[b - 1], members)):
+                    mine = stats.get((2, 1, metric, b, side))
+                    assert (mine is None) == (want is None) and (want is None or abs(mine - want) <= 1e-12), \
+                        (name_of, name, options, b, side, mine, want)
+    assert checked > 0
+    assert all(metric >= len(METRICS) for _, _, metric, _, _ in stats)  # no value outside a segment
+
+
+def test_within_segments_the_observed_value_is_evaluates_within_the_segment():
+    """compare(segments=)'s observed value of every weighted global metric in a segment is evaluate(segments=)'s
+    for that segment, and its n_users the segment's users with a list in the run; a user without a segment is
+    refused, as for the other metrics."""
+    rng = np.random.default_rng(3)
+    recs = pd.DataFrame([(model, u, int(i), float(s)) for model in ("A", "B") for u in range(10)
+                         if (u + ord(model)) % 7 for s, i in enumerate(rng.choice(8, 3, replace=False))],
+                        columns=["model", "user_id", "item_id", "score"])  # A lacks user 5's list, B user 4's
+    truth = pd.DataFrame([(u, int(i), float(rng.integers(0, 3))) for u in range(10)
+                          for i in rng.choice(8, 2, replace=False)], columns=["user_id", "item_id", "relevance"])
+    interactions = pd.DataFrame([(u, i) for u in range(12) for i in range(7) if (u * 3 + i * 5) % 7 < 3],
+                                columns=["user_id", "item_id"])
+    items = pd.DataFrame({"item_id": range(8), "category": ["x", "y", "z", "x", "y", None, "z", "x"],
+                          "head": [True, False, True, False, False, True, False, True]})
+    segments = pd.DataFrame({"user_id": range(10), "cohort": ["new" if u % 3 == 0 else "old" for u in range(10)]})
+    metrics = [spelled(name, options, 3) for name, options in METRICS]
+    given = dict(run_cols="model", items=items, interactions=interactions, head_col="head", segments=segments)
+    result = recsql.compare(recs, truth, metrics, baseline="A", resamples=10, **given)
+    summary = recsql.evaluate(recs, truth, metrics, **given).summary.set_index(["model", "cohort"])
+    assert len(result.runs) == 2 * 2 * len(metrics)
+    defined = 0
+    for row in result.runs.itertuples():
+        want = summary.loc[(row.run, row.cohort), row.metric]
+        assert (pd.isna(row.mean) and pd.isna(want)) or close(row.mean, want), (row.cohort, row.run, row.metric)
+        defined += not pd.isna(want)
+        members = set(segments[segments["cohort"] == row.cohort]["user_id"])
+        assert row.n_users == len(set(recs[recs["model"] == row.run]["user_id"]) & members)
+    assert defined >= len(metrics)
+    # a user with a list but no segment: refused, as for every metric compared within segments
+    with pytest.raises(recsql.RecsqlError, match="no row in segments"):
+        recsql.compare(recs, truth, metrics, baseline="A", resamples=10, **{**given, "segments": segments.iloc[1:]})
 
 
 def test_one_resample_worked_by_hand():
