@@ -420,10 +420,12 @@ def test_every_engine_gives_the_same_numbers_resampled_ones_included(engine, on_
 def test_every_engine_draws_the_same_integers(engine):
     from recsql.comparison_sql import _template
     from recsql.resampling import draw_parameters
-    users = engine.load(pd.DataFrame({"user_idx": np.arange(1, 41, dtype="int64")}))
+    # users 1..40 resampled (drawn = 1) and users 41..45 counted but not resampled (drawn = 0): no draws
+    users = engine.load(pd.DataFrame({"user_idx": np.arange(1, 46, dtype="int64"),
+                                      "drawn": (np.arange(1, 46) <= 40).astype("int64")}))
     statement = exp.select("resample", "user_idx", "w", "s").from_("cmp_draws").order_by("resample", "user_idx")
     statement.set("with_", exp.With(expressions=[
-        exp.CTE(this=exp.select("user_idx").from_(exp.to_table(users)), alias=exp.to_identifier("cmp_users")),
+        exp.CTE(this=exp.select("user_idx", "drawn").from_(exp.to_table(users)), alias=exp.to_identifier("cmp_users")),
         *_template("_compare_draws", draw_parameters(123, 25))]))
     with runner_for(engine.con) as runner:
         got = runner.fetch(render(statement, runner.dialect))
