@@ -132,8 +132,9 @@ def test_draws_equal_the_documented_mixer():
     """The SQL's integers (weights and signs) equal a plain-Python implementation of the README's formula."""
     from recsql.comparison_sql import _template
     from recsql.resampling import draw_parameters
-    users = exp.select(exp.alias_(exp.cast(exp.column("i"), "BIGINT"), "user_idx")).from_(
-        "(SELECT UNNEST(RANGE(1, 51)) AS i) AS t")
+    users = exp.select(exp.alias_(exp.cast(exp.column("i"), "BIGINT"), "user_idx"),
+                       exp.alias_(exp.cast(exp.Literal.number(1), "BIGINT"), "drawn")).from_(
+        "(SELECT UNNEST(RANGE(1, 51)) AS i) AS t")  # every user resampled (drawn = 1)
     statement = exp.select("resample", "user_idx", "w", "s").from_("cmp_draws").order_by("resample", "user_idx")
     statement.set("with_", exp.With(expressions=[exp.CTE(this=users, alias=exp.to_identifier("cmp_users")),
                                                  *_template("_compare_draws", draw_parameters(7, 30))]))
