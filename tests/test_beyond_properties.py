@@ -83,15 +83,20 @@ def side_inputs(draw) -> dict:
     intents = [{"user_id": u, "item_id": i, "intent": s, "relevance": draw(st.sampled_from([0.0, 1.0, 2.0]))}
                for u, i, s in draw(st.lists(st.tuples(st.sampled_from(USERS[:5]), st.sampled_from(ITEMS),
                                                       st.sampled_from(["a", "b", "c"])), unique=True))]
-    # logged impressions, one per (user, item, position), of users with and without lists (7 has none), and
-    # a reward model predicting every (user, item)
-    logs = [{"user_id": u, "item_id": i, "position": p, "propensity": draw(st.sampled_from([0.1, 0.25, 0.5, 1.0])),
+    # logged slates, one item per (user, position), of users with and without lists (7 has none), as a slate
+    # holds them (the logs' checks refuse any other): one joint propensity per slate, cascade propensities that
+    # never rise down it; and a reward model predicting every (user, item)
+    slots = draw(st.lists(st.tuples(st.sampled_from(USERS + [7]), st.integers(1, 3)), unique=True))
+    joint = {u: draw(st.sampled_from([0.01, 0.05, 0.125, 1.0])) for u in USERS + [7]}
+    cascade: dict = {}
+    for u, p in sorted(slots):
+        above = [c for (v, q), c in cascade.items() if v == u]
+        cascade[u, p] = (above[-1] * draw(st.sampled_from([0.2, 0.5, 1.0])) if above
+                         else draw(st.sampled_from([0.02, 0.1, 0.25, 1.0])))
+    logs = [{"user_id": u, "item_id": draw(st.sampled_from(ITEMS)), "position": p,
+             "propensity": draw(st.sampled_from([0.1, 0.25, 0.5, 1.0])),
              "reward": draw(st.sampled_from([0.0, 1.0, 0.5, -1.0])),
-             # the slate estimators' joint and cascade propensities (the formulas read each row's)
-             "slate_propensity": draw(st.sampled_from([0.01, 0.05, 0.125, 1.0])),
-             "cascade_propensity": draw(st.sampled_from([0.02, 0.1, 0.25, 1.0]))}
-            for u, i, p in draw(st.lists(st.tuples(st.sampled_from(USERS + [7]), st.sampled_from(ITEMS),
-                                                   st.integers(1, 3)), unique=True))]
+             "slate_propensity": joint[u], "cascade_propensity": cascade[u, p]} for u, p in slots]
     reward_model = [{"user_id": u, "item_id": i, "reward": draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))}
                     for u in USERS + [7] for i in ITEMS]
     return {"items": items, "features": features, "interactions": interactions, "catalog": catalog,
