@@ -167,6 +167,8 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
         else exp.select(exp.alias_(bigint(0), "segment"))  # the units' segments (cmp_global_units), read cheaply
     ctes = [exp.CTE(this=segments, alias=exp.to_identifier("cmp_unit_segments")),
             *template(GLOBAL_PAIRS_TEMPLATE, parameters)]
+    if not (recomputed or estimators):  # the units serve the recomputed metrics alone: not written unread
+        ctes = [c for c in ctes if c.alias not in ("cmp_unit_segments", "cmp_global_units")]
     if counted:
         ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
     if recomputed:

@@ -217,12 +217,14 @@ def test_datafusion_settings_hold_during_the_query():
     from recsql.dialects import dialect
     from recsql.engines import runner_for
     SETTINGS = dict(dialect("datafusion").settings)
-    assert SETTINGS == {"datafusion.optimizer.prefer_hash_join": "false"}
+    assert SETTINGS == {"datafusion.optimizer.prefer_hash_join": "false",
+                        "datafusion.execution.skip_physical_aggregate_schema_check": "true"}
     ctx = SessionContext(SessionConfig().set("datafusion.optimizer.prefer_hash_join", "true"))
     runner = runner_for(ctx)
     with runner.settings_applied():
         assert runner.read_settings(list(SETTINGS)) == SETTINGS
-    assert runner.read_settings(list(SETTINGS)) == {"datafusion.optimizer.prefer_hash_join": "true"}
+    assert runner.read_settings(list(SETTINGS)) == {"datafusion.optimizer.prefer_hash_join": "true",
+                                                    "datafusion.execution.skip_physical_aggregate_schema_check": "false"}
 
 
 @pytest.mark.parametrize("level", [2, 6])
@@ -253,7 +255,8 @@ def test_rendered_sql_advises_the_settings_recsql_runs_with():
     mysql = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="mysql").split("WITH", 1)[0]
     assert "before running it: on MariaDB, SET SESSION join_cache_level = 4 (hash joins;" in mysql
     datafusion = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="datafusion").split("WITH", 1)[0]
-    assert "before running it: SET datafusion.optimizer.prefer_hash_join = false (sort-merge joins" in datafusion
+    assert ("before running it: SET datafusion.optimizer.prefer_hash_join = false; "
+            "SET datafusion.execution.skip_physical_aggregate_schema_check = true (sort-merge joins") in datafusion
     for name, header in (("mysql", mysql), ("datafusion", datafusion)):  # what the runners set, all of it
         assert all(f"{setting} = {value}" in header for setting, value in dialect(name).settings), name
     assert "before running it" not in recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="postgres")
