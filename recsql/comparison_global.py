@@ -46,7 +46,7 @@ def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
             if "log_slates" in m.spec.features(m.all_options()):
                 raise RecsqlError(f"compare: metric {str(m)!r} is a slate estimator, and compare does not resample "
                                   f"slates yet (its resampled logs repeat a context's rows, which a slate estimator "
-                                  f"would read as one slate); evaluate computes it, compare cannot")
+                                  f"would read as one slate); evaluate computes it, compare cannot", metric=str(m))
             found[i] = m
             continue
         reason = resampling_refusal(m.name)
@@ -56,7 +56,7 @@ def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
                               f"form: compare resamples a global metric through each item's count of lists "
                               f"(coverage, gini, personalization) or by its own template over weighted lists "
                               f"(the exposure, long-tail and popularity-bias metrics); evaluate computes it, "
-                              f"compare cannot (in detail: {reason}; and {weights})")
+                              f"compare cannot (in detail: {reason}; and {weights})", metric=str(m))
         found[i] = m
     return found
 

@@ -30,7 +30,7 @@ def refuse_global(metrics: Sequence[Metric]) -> None:
         if m.spec.population == "global":
             raise RecsqlError(f"Evaluation.compare: metric {str(m)!r} is global (one number per run, no per-user "
                               "values): it is resampled from the users' lists, which an evaluation does not keep; "
-                              "compare it with recsql.compare(recs, truth, ...) (or leave it out here)")
+                              "compare it with recsql.compare(recs, truth, ...) (or leave it out here)", metric=str(m))
 
 
 # Settings for the statistics statement, run before it in its transaction, by dialect. PostgreSQL

@@ -338,7 +338,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
         first = metrics[min(kinds_global)]
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run), and a sampled run's "
                           f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
-                          f"compare its per-user metrics, or one sample (a filter of recs) without sample_col")
+                          f"compare its per-user metrics, or one sample (a filter of recs) without sample_col", metric=str(first))
     recomputed, estimators = weighted(kinds_global), logged(kinds_global)
     refuse_unsupported(metrics, sorted(recomputed + estimators), segments is not None, plan.truth_has_runs,
                        plan.dialect)

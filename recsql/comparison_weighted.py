@@ -77,7 +77,7 @@ def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: 
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
                           f"{how}, which does not work on this engine yet ({NOT_YET[dialect]}); compare it on DuckDB "
                           f"(recsql.compare without con=, the tables as files or DataFrames), SQLite, PostgreSQL or "
-                          f"MariaDB")
+                          f"MariaDB", metric=str(first))
     if truth_per_run:
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
                           f"{how}, which it does not do yet with truth per run; compare it with truth shared by the "
@@ -87,7 +87,7 @@ def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: 
         raise RecsqlError(f"compare: metric {str(estimator)!r} is global (one number per run) and compare recomputes "
                           f"it over resampled logs, which it does not do yet within segments (nor does evaluate "
                           f"compute an off-policy estimator within segments); compare it without segments=, or on "
-                          f"each segment apart (a filter of recs and logs to its users)")
+                          f"each segment apart (a filter of recs and logs to its users)", metric=str(estimator))
 
 
 def plan_for(plan: Plan, catalog: bool) -> Plan:

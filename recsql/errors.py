@@ -10,7 +10,13 @@ T = TypeVar("T")
 
 
 class RecsqlError(ValueError):
-    """A mistake in recsql's input: the message names the input, the column and the fix."""
+    """A mistake in recsql's input: the message names the input, the column and the fix. ``metric``: the
+    metric (its name as asked) the refusal is about, where it is about one metric only (compare refusing
+    to resample a global metric), so that a caller can leave that metric out and say why (the report)."""
+
+    def __init__(self, message: str, metric: str | None = None) -> None:
+        super().__init__(message)
+        self.metric = metric
 
 
 class RecsqlWarning(UserWarning):

@@ -196,14 +196,60 @@ def test_the_same_inputs_give_the_same_page_but_the_date():
             assert one[key] == (pytest.approx(two[key], abs=1e-12) if isinstance(one[key], float) else two[key])
 
 
-def test_global_metrics_compare_cannot_resample_are_shown_without_intervals_and_the_others_compared():
+def test_global_metrics_compare_recomputes_get_its_intervals():
+    """exposure_gini is resampled by compare over weighted lists: the page's interval is compare's own."""
     built = build_report(RECS, TRUTH, ["ndcg@5", "gini@5", "exposure_gini@5"], run_cols="model", resamples=50,
                          items=str(DATA / "items.parquet"))
+    rows = {(row["run"], row["metric"]): row for row in plotted(built.html)["runs"]}
+    compared = recsql.compare(RECS, TRUTH, ["exposure_gini@5"], run_cols="model", resamples=50,
+                              items=str(DATA / "items.parquet")).runs
+    assert len(compared) == 2
+    for _, row in compared.iterrows():
+        shown = rows[(row["run"], "exposure_gini@5")]
+        assert (shown["mean"], shown["ci_low"], shown["ci_high"]) == pytest.approx(
+            (row["mean"], row["ci_low"], row["ci_high"]), abs=1e-12)
+        assert shown["ci_low"] < shown["ci_high"]
+    assert {"ndcg@5", "gini@5"} <= {metric for _, metric in rows}
+    assert "shown without intervals" not in built.html
+
+
+def test_a_global_metric_compare_refuses_is_shown_without_intervals_with_the_reason_and_the_others_compared():
+    """From logs: the slate estimator, which compare does not resample, keeps its value in the summary
+    and the reason compare gives; the bandit estimators beside it get their bootstrap intervals."""
+    seeds = REPO / "dbt" / "integration_tests" / "seeds"
+    options = dict(run_cols="model", resamples=50, logs=str(seeds / "logs.csv"),
+                   slate_propensity_col="slate_propensity")
+    built = build_report(str(seeds / "recs.csv"), None, ["ips", "snips", "slate_ips"], **options)
     data = plotted(built.html)
-    assert "exposure_gini@5 are shown without intervals or tests: compare does not resample them yet" in built.html
+    assert ("The global metric slate_ips is shown without intervals or tests: compare: metric 'slate_ips' is a "
+            "slate estimator") in html.unescape(built.html)
     compared = {row["metric"] for row in data["runs"] if row.get("ci_low") is not None}
-    assert {"ndcg@5", "gini@5"} <= compared and "exposure_gini@5" not in compared
-    assert all(isinstance(row["exposure_gini@5"], float) for row in data["summary"])
+    assert compared == {"ips", "snips"}
+    evaluated = recsql.evaluate(str(seeds / "recs.csv"), None, ["slate_ips"], run_cols="model",
+                                logs=str(seeds / "logs.csv"), slate_propensity_col="slate_propensity").summary
+    assert {row["run"]: row["slate_ips"] for row in data["summary"]} == pytest.approx(
+        dict(zip(evaluated["model"], evaluated["slate_ips"])), abs=1e-12)
+    assert "Off-policy estimators (ips, snips): the estimate over the logged impressions" in built.html
+
+
+def test_logs_as_frames_are_fingerprinted_and_a_low_effective_sample_size_is_on_the_page():
+    """Logs given as a DataFrame: hashed into the fingerprint like every input (another reward, another
+    fingerprint), never listed as a setting; evaluate's warning of a run resting on one impression is
+    raised and written on the page."""
+    recs = pd.DataFrame({"model": ["a"] * 20 + ["b"] * 20, "user_id": list(range(20)) * 2,
+                         "item_id": [1] * 20 + [2] * 20, "score": [1.0] * 40})
+    logs = pd.DataFrame({"user_id": range(20), "item_id": [1] + [2] * 19, "propensity": [0.001] + [0.5] * 19,
+                         "reward": [1.0] * 20})
+    with pytest.warns(recsql.RecsqlWarning, match="run 'a': the effective sample size"):
+        built = build_report(recs, None, ["ips"], run_cols="model", logs=logs, resamples=20)
+    page = html.unescape(built.html)
+    assert "evaluate warned: run 'a': the effective sample size of the importance weights (target=list) is 1" in page
+    roles = {d["role"]: d for d in built.data.inputs}
+    assert set(roles) == {"recs", "logs"} and roles["logs"]["what"] == "a frame of 20 rows (its columns and rows)"
+    with pytest.warns(recsql.RecsqlWarning):
+        other = build_report(recs, None, ["ips"], run_cols="model", logs=logs.assign(reward=0.5), resamples=20)
+    assert {d["role"]: d["digest"] for d in other.data.inputs}["logs"] != roles["logs"]["digest"]
+    assert {d["role"]: d["digest"] for d in other.data.inputs}["recs"] == roles["recs"]["digest"]
 
 
 def test_markdown_and_latex_tables_mark_significance_as_ranx_does():

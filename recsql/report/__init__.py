@@ -19,7 +19,6 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..compose.exposure import resampling_refusal
 from ..errors import RecsqlError
 from .data import MAX_K, ReportData, assemble
 
@@ -61,25 +60,27 @@ class Report:
 
 
 def comparison_of(compare: Callable[[list], Any], metrics: Sequence[Any]) -> tuple[Any, list[str]]:
-    """``compare(metrics)`` without the global metrics compare does not resample (the exposure and
-    popularity-bias metrics), saying so; when that is refused and some metrics are global (one number
-    per run), again without them, saying why: they stay in the summary without intervals."""
-    unresampled = [m for m in metrics if m.spec.population == "global" and resampling_refusal(m.name)]
-    notes = [f"The global metric(s) {', '.join(m.column for m in unresampled)} are shown without intervals or "
-             "tests: compare does not resample them yet (weighted by position, grouped or split by "
-             "popularity)."] if unresampled else []
-    metrics = [m for m in metrics if not any(m is u for u in unresampled)]
-    if not metrics:
-        return None, notes
-    try:
-        return compare(list(metrics)), notes
-    except RecsqlError as err:
-        per_user = [m for m in metrics if m.spec.population != "global"]
-        if len(per_user) == len(metrics) or not per_user:
-            raise
-        left = ", ".join(m.column for m in metrics if m.spec.population == "global")
-        return compare(per_user), notes + [f"The global metric(s) {left} are shown without intervals or tests; the "
-                                           f"comparison with them was refused: {err}"]
+    """``compare(metrics)``, leaving out each global metric compare refuses to resample (its refusal names
+    the metric: ``RecsqlError.metric``), with compare's reason as a note: that metric stays in the summary
+    without intervals. A refusal that names no global metric asked, with per-user and global metrics
+    asked, compares the per-user ones alone, saying why; one with no global metric asked is raised."""
+    metrics, notes = list(metrics), []
+    while metrics:
+        try:
+            return compare(list(metrics)), notes
+        except RecsqlError as err:
+            refused = [m for m in metrics if m.spec.population == "global" and str(m) == err.metric]
+            per_user = [m for m in metrics if m.spec.population != "global"]
+            if refused:
+                metrics = [m for m in metrics if not any(m is r for r in refused)]
+                notes.append(f"The global metric {refused[0].column} is shown without intervals or tests: {err}")
+            elif per_user and len(per_user) < len(metrics):
+                left = ", ".join(m.column for m in metrics if m.spec.population == "global")
+                return compare(per_user), notes + [f"The global metric(s) {left} are shown without intervals or "
+                                                   f"tests; the comparison with them was refused: {err}"]
+            else:
+                raise
+    return None, notes
 
 
 def from_evaluation(evaluation: Any, *, baseline: Any = None, comparison: Any = None, title: str | None = None,

@@ -2,12 +2,13 @@
 ``recsql.report.build_report`` names it too."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Sequence
 
 from .. import api
 from ..comparison import compare
-from ..errors import RecsqlError
-from ..inputs import metrics_given, renamed, unpacked
+from ..errors import RecsqlError, RecsqlWarning
+from ..inputs import ROLES, metrics_given, renamed, unpacked
 from ..metrics import parse_metrics
 from ..sources import looks_like_path
 from . import MAX_K, Report, comparison_of
@@ -47,18 +48,23 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
     asked = parse_metrics(metrics)
     extra = curve_metrics(asked, max_k) if curves else []
     step(f"evaluating {len(asked)} metric(s)" + (f" and {len(extra)} cutoff(s) for the curves" if extra else ""))
-    inputs = {"recs": recs, "truth": truth, **{k: options.get(k) for k in ("items", "interactions", "catalog",
-                                                                          "item_features", "intents")},
-              "expected_recs": expected_recs, "segments": segments}
-    evaluation = api.evaluate(recs, truth, [*asked, *extra], run_cols=run_cols, expected_recs=expected_recs, **options)
+    given_inputs = {"recs": recs, "truth": truth, "expected_recs": expected_recs, "segments": segments}
+    inputs = {role: given_inputs[role] if role in given_inputs else options.get(role) for role in ROLES}
+    with warnings.catch_warnings(record=True) as caught:  # evaluate's warnings (a low ESS) go on the page too
+        evaluation = api.evaluate(recs, truth, [*asked, *extra], run_cols=run_cols, expected_recs=expected_recs,
+                                  **options)
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    warned = [str(w.message) for w in caught if issubclass(w.category, RecsqlWarning)]
     shown = [next(e for e in evaluation.metrics if e == m) for m in asked]  # as evaluated (named as asked)
     settings = dict(tests=tests, ci=ci, resamples=resamples, seed=seed, correction=correction,
                     expected_recs=expected_recs, run_cols=run_cols, baseline=baseline, **options)
     comparison = segmented = None
-    notes: list[str] = []
+    notes: list[str] = [f"evaluate warned: {text}" for text in dict.fromkeys(warned)]
     if evaluation.run_cols and len(evaluation.summary) >= 2:
         step("comparing runs")
-        comparison, notes = comparison_of(lambda ms: compare(recs, truth, ms, **settings), shown)
+        comparison, more = comparison_of(lambda ms: compare(recs, truth, ms, **settings), shown)
+        notes += more
         if segments is not None:
             step("comparing runs within segments")
             table = _segment_table(segments, segment_cols, options.get("user_col", "user_id"), options.get("con"))
@@ -71,8 +77,8 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
     step("drawing the figures")
     given = {"run_cols": run_cols, **options, "segment_cols": segment_cols,
              "curves": f"k = 1..K, K = the largest asked cutoff (at most {max_k})" if curves else "off"}
-    given.pop("con", None)
-    given.pop("progress", None)
+    for key in ("con", "progress", *ROLES):  # the inputs are named in the provenance, by their fingerprints
+        given.pop(key, None)
     return Report(assemble(asked=shown, evaluation=evaluation, comparison=comparison, segmented=segmented,
                            options=given, inputs=inputs, title=title, notes=notes, date=date))
 

@@ -135,11 +135,19 @@ def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str
     """For global metrics (one number per run: coverage, gini, personalization), why their percentile
     interval may not contain the value: a bootstrap resample repeats some users and leaves others out,
     so it recommends fewer distinct items (coverage lower, gini higher) than the users themselves.
-    Names every (run, metric) whose interval excludes its value; empty without global metrics."""
+    Names every (run, metric) whose interval excludes its value. The off-policy estimators, resampled
+    over the logged contexts, are named apart. Empty without a global metric compared."""
     compared = data.comparison.runs if data.comparison is not None else None
-    glob = {m.column for m in data.asked if m.spec.population == "global"}
-    if compared is None or not glob:
+    if compared is None:
         return ""
+    shown = set(compared["metric"])  # a global metric compare refused has no interval to explain
+    glob = {m.column for m in data.asked if m.spec.population == "global" and m.spec.family != "off_policy"} & shown
+    estimators = sorted({m.column for m in data.asked if m.spec.family == "off_policy"} & shown)
+    logged = (text(" Off-policy estimators (") + text(", ").join(name(e) for e in estimators) + text(
+        "): the estimate over the logged impressions, its interval a bootstrap over the logged contexts.")
+        if estimators else "")
+    if not glob:
+        return logged
     rows = compared[compared["metric"].isin(glob)]
     outside = [name(r["metric"]) + text(" of ") + name(r["run"]) for _, r in rows.iterrows()
                if _number(r["mean"]) is not None and _number(r["ci_low"]) is not None
@@ -149,7 +157,7 @@ def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str
     return (text(" Global metrics (") + text(", ").join(name(g) for g in sorted(glob)) + text(
         "): a resample repeats some users and drops others, so its lists hold fewer distinct items than the users' "
         "own; the percentile interval of such a metric is biased (coverage low, gini high) and can exclude the value "
-        "itself.") + excluded)
+        "itself.") + excluded + logged)
 
 
 def by_family(data: ReportData) -> list[tuple[Family, list[str]]]:
