@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .cli_inputs import (add_segment_col, add_segments, column_kwargs, columns, inputs, metric_option, recs_and_truth,
+from .cli_inputs import (add_min_ess_share, add_segment_col, add_segments, column_kwargs, columns, inputs, metric_option, recs_and_truth,
                          renamed_options, segment_kwargs, side_inputs, side_kwargs)
 from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say, silence_stdout
 from .errors import RecsqlError
@@ -138,10 +138,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--summary-table", help="also write the summary as this table in --db (atomic; never over an "
                                             "input)")
     ev.add_argument("--per-user-table", help="also write the per-user rows as this table in --db")
-    from .weights_warning import MIN_ESS_SHARE
-    ev.add_argument("--min-ess-share", type=float, default=MIN_ESS_SHARE,
-                    help=f"warn when an off-policy estimator's weights have an effective sample size below this share "
-                         f"of the logged impressions (default {MIN_ESS_SHARE}: ESS < n/10; 0: never)")
+    add_min_ess_share(ev)
     ev.add_argument("--out", dest="old_summary_table", help=argparse.SUPPRESS)  # --summary-table's old name
     ev.add_argument("--out-per-user", dest="old_per_user_table", help=argparse.SUPPRESS)
     add_segments(ev)

@@ -69,6 +69,15 @@ def add_segment_col(parser: argparse.ArgumentParser, help: str | None = None) ->
     add(parser, "segment_cols", help)
 
 
+def add_min_ess_share(parser: argparse.ArgumentParser) -> None:
+    """``--min-ess-share``: the threshold of the warning on the off-policy estimators' weights (evaluate's,
+    compare's and report's; recsql/weights_warning.py)."""
+    from .weights_warning import MIN_ESS_SHARE
+    parser.add_argument("--min-ess-share", type=float, default=MIN_ESS_SHARE,
+                        help=f"warn when an off-policy estimator's weights have an effective sample size below this "
+                             f"share of the logged impressions (default {MIN_ESS_SHARE}: ESS < n/10; 0: never)")
+
+
 def segment_kwargs(args: argparse.Namespace) -> dict:
     return values(args, "segments")
 

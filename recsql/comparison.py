@@ -40,6 +40,7 @@ from .inputs import Inputs, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
 from .validate import family
+from .weights_warning import checked_share, diagnostics
 
 
 def _evaluate_arguments(recs: Any, truth: Any, metrics: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -105,8 +106,20 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
         refuse_segment_rows(frame, values)
     settle(frame, settings, values)
     runs, table = finish(frame, [m.column for m in request.metrics], values, settings)
+    _warn_weights(arguments, request.metrics)
     return Comparison(runs=runs, tests=table, metrics=request.metrics, settings=settings, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started)
+
+
+def _warn_weights(arguments: dict[str, Any], metrics: Sequence[Metric]) -> None:
+    """evaluate's warning on the importance weights (:mod:`recsql.weights_warning`) for the off-policy
+    estimators compared that weigh the impressions: a run whose weights' effective sample size is below
+    ``min_ess_share`` of the logged impressions. It comes from evaluate itself, on those estimators alone
+    (one more query, over the logs and the lists; none when no such estimator is compared or the
+    share is 0), so that compare and evaluate warn alike."""
+    estimators = [m for m in metrics if diagnostics([m], checked_share(arguments["min_ess_share"]))]
+    if estimators:
+        evaluate(**{**arguments, "metrics": estimators, "progress": None})
 
 
 def finish_rows(rows: Any, metrics: Sequence[str | Metric] | str | Metric, run_cols: Iterable[str] | str, *,

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from . import comparison, decisions_cli
-from .cli_inputs import add_segments, column_kwargs, columns, inputs, recs_and_truth, side_kwargs
+from .cli_inputs import add_min_ess_share, add_segments, column_kwargs, columns, inputs, recs_and_truth, side_kwargs
 from .cli_output import FORMATS
 from .errors import RecsqlError
 from .safe_text import for_terminal
@@ -57,6 +57,7 @@ def options(cp: argparse.ArgumentParser) -> None:
     cp.add_argument("--correction", choices=[*CORRECTIONS, "none"], default="holm",
                     help="multiple-testing correction over every row, per test (default holm)")
     cp.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
+    add_min_ess_share(cp)
 
 
 def keywords(args: argparse.Namespace) -> dict:
@@ -64,7 +65,7 @@ def keywords(args: argparse.Namespace) -> dict:
     segments): evaluate's column options and side inputs, the baseline run and the tests' settings."""
     return dict(baseline=args.baseline, tests=args.tests or comparison.TESTS, ci=args.ci, resamples=args.resamples,
                 seed=args.seed, correction=None if args.correction == "none" else args.correction,
-                con=args.db, **column_kwargs(args), **side_kwargs(args))
+                con=args.db, min_ess_share=args.min_ess_share, **column_kwargs(args), **side_kwargs(args))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -83,3 +83,35 @@ def test_the_command_line_warns_and_takes_the_threshold(tmp_path, capsys):
         warnings.simplefilter("error", recsql.RecsqlWarning)
         assert main([*args, "--min-ess-share", "0"]) == 0
     assert "ips" in capsys.readouterr().out
+
+
+def _compared(**options) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        recsql.compare(RECS, None, options.pop("metrics", ["ips", "snips"]), logs=LOGS, run_cols="run", resamples=20,
+                       **options)
+    return [str(w.message) for w in caught if issubclass(w.category, recsql.RecsqlWarning)]
+
+
+def test_compare_warns_as_evaluate_does_and_takes_the_threshold():
+    assert _compared() == _warnings()[1] != []
+    assert _compared(min_ess_share=1) == _warnings(min_ess_share=1)[1]  # both runs
+    assert _compared(min_ess_share=0) == [] and _compared(metrics=["ess", "max_weight"]) == []
+    with pytest.raises(recsql.RecsqlError, match=r"min_ess_share=1.5: .* CLI: --min-ess-share"):
+        recsql.compare(RECS, None, ["ips"], logs=LOGS, run_cols="run", min_ess_share=1.5)
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_compare_and_report_on_the_command_line_warn_once_and_take_the_threshold(tmp_path, command):
+    RECS.to_csv(tmp_path / "recs.csv", index=False)
+    LOGS.to_csv(tmp_path / "logs.csv", index=False)
+    args = [command, str(tmp_path / "recs.csv"), "--logs", str(tmp_path / "logs.csv"), "--run-col", "run", "-m", "ips",
+            "--resamples", "20", *(["--out", str(tmp_path / "r.html")] if command == "report" else [])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(args) == 0
+    said = [str(w.message) for w in caught if issubclass(w.category, recsql.RecsqlWarning)]
+    assert len(said) == 1 and said[0].startswith("run 'A': the effective sample size of the importance weights"), said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", recsql.RecsqlWarning)
+        assert main([*args, "--min-ess-share", "0", *(["--force"] if command == "report" else [])]) == 0

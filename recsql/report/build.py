@@ -58,7 +58,8 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
     warned = [str(w.message) for w in caught if issubclass(w.category, RecsqlWarning)]
     shown = [next(e for e in evaluation.metrics if e == m) for m in asked]  # as evaluated (named as asked)
     settings = dict(tests=tests, ci=ci, resamples=resamples, seed=seed, correction=correction,
-                    expected_recs=expected_recs, run_cols=run_cols, baseline=baseline, **options)
+                    expected_recs=expected_recs, run_cols=run_cols, baseline=baseline,
+                    **{**options, "min_ess_share": 0})  # evaluate has warned on the weights already
     comparison = segmented = None
     notes: list[str] = [f"evaluate warned: {text}" for text in dict.fromkeys(warned)]
     if evaluation.run_cols and len(evaluation.summary) >= 2:

@@ -259,10 +259,8 @@ def assemble(*, asked: Sequence[Metric], evaluation: Any = None, comparison: Com
     data = ReportData(title=title or "recsql report", asked=asked, runs_order=[], options=dict(options or {}),
                       notes=list(notes))
     if evaluation is not None:
-        summary = evaluation.summary.copy()
-        summary.insert(0, "run", labelled(summary, evaluation.run_cols))
-        per_user = evaluation.per_user.copy()
-        per_user.insert(0, "run", labelled(per_user, evaluation.run_cols))
+        summary, per_user = (_with_labels(frame, evaluation.run_cols) for frame in (evaluation.summary,
+                                                                                    evaluation.per_user))
         data.summary, data.per_user, data.runs_order = summary, per_user, list(summary["run"])
         data.curves = curves(summary, evaluation.metrics, asked)
         data.distributions = distributions(per_user, asked, data.runs_order)
@@ -304,6 +302,15 @@ def versions(engine: str) -> dict[str, str]:
     return {"recsql": __version__, "engine": engine, "duckdb": duckdb.__version__,
             "python": platform.python_version(), "pandas": pd.__version__, "numpy": np.__version__,
             "scipy": scipy.__version__}
+
+
+def _with_labels(frame: pd.DataFrame, run_cols: Sequence[str]) -> pd.DataFrame:
+    """``frame`` with its run's label first, as ``run`` (a run column of that name gives way to it: with
+    one run column the label is its value)."""
+    labels = labelled(frame, run_cols)
+    frame = frame.drop(columns="run", errors="ignore")
+    frame.insert(0, "run", labels)
+    return frame
 
 
 def fingerprint(inputs: dict[str, Any], data: ReportData) -> tuple[list[dict[str, str]], str]:
