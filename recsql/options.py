@@ -104,6 +104,9 @@ SHARED: tuple[Option, ...] = (
                                         "none, every item of the history weighs 1)"),
     _column("--position-col", "--logs position column, 1 is the first slot (default: position; absent in the logs: "
                               "every impression is the one slot)"),
+    Option("--no-position", "position_col", None, "--logs have no position column: every impression is the one "
+           "slot (recsql sql, which reads no table, needs it said; elsewhere a missing column is found)", "columns",
+           {"action": "store_const", "const": None}),
     _column("--propensity-col", "--logs propensity column: the logging policy's probability of the item shown there "
                                 "(default: propensity)"),
     _column("--slate-propensity-col", "--logs column of the logging policy's probability of the whole logged slate, "

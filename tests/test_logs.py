@@ -113,6 +113,25 @@ def test_the_command_line(tmp_path, capsys):
     assert out[0]["ips"] == pytest.approx(1.0) and out[0]["dr"] == pytest.approx(0.8)
 
 
+def test_recsql_sql_takes_logs_without_a_position_column(capsys):
+    """`recsql sql` reads no table, so logs without positions are said with --no-position (Python's
+    position_col=None): the same statement as to_sql's, which a warehouse runs on such logs."""
+    args = ["sql", "--recs", "recs", "--no-truth", "--logs", "logs", "--reward-model", "reward_model", "-m", "ips",
+            "-m", "dr"]
+    assert main([*args, "--no-position"]) == 0
+    sql = capsys.readouterr().out
+    assert sql.strip() == recsql.to_sql("recs", None, ["ips", "dr"], logs="logs", reward_model="reward_model",
+                                        position_col=None).strip()
+    con = duckdb.connect()
+    con.register("recs", RECS)
+    con.register("logs", LOGS.drop(columns="position"))
+    con.register("reward_model", MODEL)
+    assert con.execute(sql).df().iloc[0]["ips"] == pytest.approx((2 + 0 + 2 + 0) / 4)  # every impression the first slot
+    assert main(args) == 0  # without the flag the statement reads a position column, which these logs lack
+    with pytest.raises(duckdb.BinderException, match="position"):
+        con.execute(capsys.readouterr().out)
+
+
 # Two logged slates of two positions (docs/guide/logs.md, "Slates"): the context is the slate
 SLATE_LOGS = pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [10, 11, 12, 11], "position": [1, 2, 1, 2],
                            "propensity": [0.5, 0.25, 0.5, 0.4], "reward": [1.0, 0.0, 1.0, 1.0],
