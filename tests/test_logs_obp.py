@@ -2,9 +2,9 @@
 et al. 2021) to 1e-9 on its SyntheticBanditDataset: three seeds, a deterministic target policy (the
 argmax of its scores, given to recsql as a ranked list: target=list) and a stochastic one (softmax of
 its scores, given as the recs' scores: target=scores), every estimator with and without clipping. The
-slate estimators equal obp's SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS on its
-SyntheticSlateBanditDataset (five seeds, sizes, slate lengths and reward structures), a deterministic
-target ranking given as a list.
+slate estimators equal obp's SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS and their
+self-normalized forms on its SyntheticSlateBanditDataset (five seeds, sizes, slate lengths and reward
+structures), a deterministic target ranking given as a list.
 
 obp runs once, in its own virtual environment (``RECSQL_OBP_VENV``, default ``~/.cache/recsql-obp``,
 installed by ``.ci/engines.sh`` from ``.ci/obp-requirements.txt``: obp declares Python < 3.11 and pins
@@ -64,7 +64,8 @@ def test_the_slate_estimators_equal_obps(obp_cases):
         logs, recs = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs"))
         got = recsql.evaluate(recs, None, list(case["expected"]), logs=logs, slate_propensity_col="slate_propensity",
                               cascade_propensity_col="cascade_propensity").summary
-        assert sorted(case["expected"]) == ["slate_iips", "slate_ips", "slate_rips", "slate_snips"]
+        assert sorted(case["expected"]) == ["slate_iips", "slate_ips", "slate_rips", "slate_sniips", "slate_snips",
+                                            "slate_snrips"]
         for metric, want in case["expected"].items():
             value = float(got[metric].iloc[0])
             assert want != 0 and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-9), (case["case"], metric, value, want)

@@ -20,7 +20,9 @@ position, cascade). The target is a deterministic ranking of every item per slat
 first m items (m drawn from 0..len_list, so that targets agree with the logged slates on every prefix
 length) then the other items in a random order. obp computes its probabilities itself
 (obtain_pscore_given_evaluation_policy_logit, from logits 1000 apart, whose softmax is exactly 1 and 0),
-and its SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS estimate the target's value.
+and its SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS estimate the target's value, as do
+their self-normalized forms (SelfNormalizedSlateStandardIPS, SelfNormalizedSlateIndependentIPS and
+SelfNormalizedSlateRewardInteractionIPS).
 """
 from __future__ import annotations
 
@@ -33,8 +35,9 @@ import pandas as pd
 from obp.dataset import (SyntheticBanditDataset, SyntheticSlateBanditDataset, linear_behavior_policy,
                          linear_behavior_policy_logit, linear_reward_function, logistic_reward_function)
 from obp.ope import (DirectMethod, DoublyRobust, InverseProbabilityWeighting,
-                     SelfNormalizedInverseProbabilityWeighting, SelfNormalizedSlateStandardIPS, SlateIndependentIPS, SlateRewardInteractionIPS,
-                     SlateStandardIPS, SwitchDoublyRobust)
+                     SelfNormalizedInverseProbabilityWeighting, SelfNormalizedSlateIndependentIPS,
+                     SelfNormalizedSlateRewardInteractionIPS, SelfNormalizedSlateStandardIPS, SlateIndependentIPS,
+                     SlateRewardInteractionIPS, SlateStandardIPS, SwitchDoublyRobust)
 from obp.utils import softmax
 
 SEEDS = (1, 7, 42)
@@ -147,7 +150,13 @@ def slate_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_typ
         # obp divides by the mean weight over the rows: recsql's slate_snips (each slate once) when, as here,
         # every slate has len_list rows
         "slate_snips": SelfNormalizedSlateStandardIPS(len_list=len_list).estimate_policy_value(
-            **given, pscore=feedback["pscore"], evaluation_policy_pscore=pe_slate)}
+            **given, pscore=feedback["pscore"], evaluation_policy_pscore=pe_slate),
+        # each position normalized by the mean weight of its rows (obp's position 0..len_list-1, recsql's 1..len_list)
+        "slate_sniips": SelfNormalizedSlateIndependentIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore_item_position=feedback["pscore_item_position"],
+            evaluation_policy_pscore_item_position=pe_item_position),
+        "slate_snrips": SelfNormalizedSlateRewardInteractionIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore_cascade=feedback["pscore_cascade"], evaluation_policy_pscore_cascade=pe_cascade)}
     # how many slates and positions the target matches: the test asserts the cases weigh something
     matched = {"slates": int((pe_slate[::len_list] == 1).sum()), "positions": int((pe_item_position == 1).sum())}
     return {"case": folder.name, "n_slates": n_rounds, "expected": {k: float(v) for k, v in expected.items()},
