@@ -265,7 +265,7 @@ def test_slate_off_policy_estimators(engine):
                   "slate_p": 0.01 + 0.01 * (user % 4), "cascade_p": 0.5 / k, "reward": float(item % 2)}
                  for k, item in enumerate(slate, start=1)]
     logs = pd.DataFrame(rows)
-    asked = ["slate_ips", "slate_iips", "slate_rips", "slate_snips"]
+    asked = ["slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"]
     columns = dict(slate_propensity_col="slate_p", cascade_propensity_col="cascade_p")
     got = recsql.evaluate(engine.load(recs), None, asked, con=engine.con, run_cols=["model"], logs=engine.load(logs),
                           **columns)
