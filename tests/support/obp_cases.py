@@ -22,7 +22,9 @@ length) then the other items in a random order. obp computes its probabilities i
 (obtain_pscore_given_evaluation_policy_logit, from logits 1000 apart, whose softmax is exactly 1 and 0),
 and its SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS estimate the target's value, as do
 their self-normalized forms (SelfNormalizedSlateStandardIPS, SelfNormalizedSlateIndependentIPS and
-SelfNormalizedSlateRewardInteractionIPS).
+SelfNormalizedSlateRewardInteractionIPS). OUT_DIR/zero_position/{logs,recs}.parquet and
+OUT_DIR/zero_position.json: two slates with a position that no target matches, where obp's self-normalized
+independent and reward-interaction estimates are NaN (recsql's add 0 for that position: docs/guide/logs.md).
 """
 from __future__ import annotations
 
@@ -163,11 +165,38 @@ def slate_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_typ
             "matched": matched}
 
 
+def zero_position_case(out: Path) -> dict:
+    """Two logged slates of three positions whose third position no target matches (fixtures/worked/beyond.json's
+    slate_sniips-logs with a third row on slate 2): obp's self-normalized independent and reward-interaction
+    estimates there (NaN: obp divides by that position's mean weight, 0), for the documented difference."""
+    logs = pd.DataFrame({"user_id": [0, 0, 0, 1, 1, 1], "item_id": [10, 11, 13, 12, 11, 14], "position": [1, 2, 3, 1, 2, 3],
+                         "propensity": [0.5, 0.25, 0.5, 0.2, 0.5, 0.5], "cascade_propensity": [0.5, 0.1, 0.05, 0.2, 0.04, 0.02],
+                         "reward": [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]})
+    recs = pd.DataFrame({"user_id": [0, 0, 0, 1, 1, 1], "item_id": [10, 11, 12, 12, 11, 10],
+                         "score": [3.0, 2.0, 1.0, 3.0, 2.0, 1.0]})
+    folder = out / "zero_position"
+    folder.mkdir(parents=True, exist_ok=True)
+    logs.to_parquet(folder / "logs.parquet")
+    recs.to_parquet(folder / "recs.parquet")
+    given = dict(slate_id=logs["user_id"].to_numpy(), reward=logs["reward"].to_numpy(),
+                 position=logs["position"].to_numpy() - 1)
+    pe_item_position = np.array([1.0, 1.0, 0.0, 1.0, 1.0, 0.0])  # the lists hold the logged items at 1 and 2 only
+    pe_cascade = np.array([1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+    with np.errstate(invalid="ignore"):
+        return {"slate_sniips": float(SelfNormalizedSlateIndependentIPS(len_list=3).estimate_policy_value(
+                    **given, pscore_item_position=logs["propensity"].to_numpy(),
+                    evaluation_policy_pscore_item_position=pe_item_position)),
+                "slate_snrips": float(SelfNormalizedSlateRewardInteractionIPS(len_list=3).estimate_policy_value(
+                    **given, pscore_cascade=logs["cascade_propensity"].to_numpy(),
+                    evaluation_policy_pscore_cascade=pe_cascade))}
+
+
 def main(out: Path) -> None:
     cases = [case(seed, target, out) for seed in SEEDS for target in ("list", "scores")]
     (out / "cases.json").write_text(json.dumps(cases, indent=1), encoding="utf-8")
     slates = [slate_case(*spec, out) for spec in SLATE_CASES]
     (out / "slate_cases.json").write_text(json.dumps(slates, indent=1), encoding="utf-8")
+    (out / "zero_position.json").write_text(json.dumps(zero_position_case(out)), encoding="utf-8")  # NaN as NaN
 
 
 if __name__ == "__main__":
