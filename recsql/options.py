@@ -112,7 +112,7 @@ SHARED: tuple[Option, ...] = (
     _column("--slate-propensity-col", "--logs column of the logging policy's probability of the whole logged slate, "
                                       "the same on each of its rows (slate_ips, slate_snips; default: none)"),
     _column("--cascade-propensity-col", "--logs column of the logging policy's probability of the slate's items at "
-                                        "positions 1..k, on the row of position k (slate_rips; default: none)"),
+                                        "positions 1..k, on the row of position k (slate_rips, slate_snrips; default: none)"),
     _column("--reward-col", "--logs reward column, and --reward-model's predicted reward (default: reward)"),
     _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
                             "every per-user value the mean over the run's samples)"),
@@ -138,7 +138,7 @@ SHARED: tuple[Option, ...] = (
                         "nrbp, nnrbp, p_ia, s_recall)"),
     _input("--logs", "logged impressions (user or context, item, position, propensity, reward): path or table "
                      "(ips, snips, dm, dr, switch_dr, ess, max_weight; slates: slate_ips, slate_iips, slate_rips, "
-                     "slate_snips)"),
+                     "slate_snips, slate_sniips, slate_snrips)"),
     _input("--reward-model", "a reward model's predictions (user, item, reward): path or table (dm, dr, switch_dr)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
            "user): path or table; each run is evaluated within each segment (the population taken within it)",

@@ -70,7 +70,9 @@
 --          target's probability of the logged item at the logged position under target = list and
 --          target = scores, the logging propensity and reward, the reward model's predictions (log_*);
 --          for the slate estimators (feature log_slates; the slate is the context's logged rows) the slate's
---          first row, the list's probability of the whole slate and of its positions up to this one
+--          first row, the list's probability of the whole slate and of its positions up to this one, and
+--          per logged position the number of rows and the sums of their independent and cascade weights
+--          (log_position_*: the self-normalized slate estimators)
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -769,7 +771,7 @@ log_rows AS (
              OVER (PARTITION BY runs.run_keys, l.user_id ORDER BY l.position
                    RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS DOUBLE) AS log_pe_cascade,
         CAST(l.slate_propensity AS DOUBLE) AS log_slate_propensity,
-        CAST(l.cascade_propensity AS DOUBLE) AS log_cascade_propensity
+        CAST(l.cascade_propensity AS DOUBLE) AS log_cascade_propensity, l.position AS log_position
     FROM logs_in AS l
     CROSS JOIN runs
     LEFT JOIN list_rows AS s ON s.run_keys = runs.run_keys AND s.user_id = l.user_id AND s.item_id = l.item_id
@@ -780,6 +782,19 @@ log_rows AS (
     LEFT JOIN reward_model_in AS qa ON qa.user_id = l.user_id AND qa.item_id = a.item_id
     LEFT JOIN log_policy AS p ON p.run_keys = runs.run_keys AND p.user_id = l.user_id
     WHERE EXISTS (SELECT 1 FROM recs_in)  -- no recommendations at all: no run to estimate
+),
+log_positions AS (
+    -- log_rows with, per run and logged position, the number of logged rows there and the sums of their
+    -- independent weights (log_pe_list / log_propensity) and cascade weights (log_pe_cascade /
+    -- log_cascade_propensity): the self-normalized slate estimators' per-position normalisers. A window over
+    -- log_rows' own windows, hence a CTE of its own; when no metric reads them the composer drops the three
+    -- columns, and this CTE, which then only passes log_rows on, with them
+    SELECT run_keys, user_id, src, log_pe_list, log_pe_scores, log_propensity, log_reward, log_q_factual, log_q_list,
+        log_q_scores, log_slate_first, log_pe_slate, log_pe_cascade, log_slate_propensity, log_cascade_propensity,
+        COUNT(*) OVER (PARTITION BY run_keys, log_position) AS log_position_rows,
+        SUM(log_pe_list / log_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_iw,
+        SUM(log_pe_cascade / log_cascade_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_cw
+    FROM log_rows
 ),
 stacked AS (
     SELECT run_keys, user_id, 1 AS src, rank, CAST(NULL AS BIGINT) AS ideal_rank,
@@ -869,8 +884,10 @@ stacked AS (
         CAST(log_q_list AS DOUBLE) AS log_q_list, CAST(log_q_scores AS DOUBLE) AS log_q_scores,
         CAST(log_slate_first AS BIGINT) AS log_slate_first, CAST(log_pe_slate AS DOUBLE) AS log_pe_slate,
         CAST(log_pe_cascade AS DOUBLE) AS log_pe_cascade, CAST(log_slate_propensity AS DOUBLE) AS log_slate_propensity,
-        CAST(log_cascade_propensity AS DOUBLE) AS log_cascade_propensity
-    FROM log_rows
+        CAST(log_cascade_propensity AS DOUBLE) AS log_cascade_propensity,
+        CAST(log_position_rows AS BIGINT) AS log_position_rows, CAST(log_position_iw AS DOUBLE) AS log_position_iw,
+        CAST(log_position_cw AS DOUBLE) AS log_position_cw
+    FROM log_positions
     UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
     FROM second_rows
@@ -901,6 +918,7 @@ ranked AS (
         s.ee_model, s.ee_patience, s.ee_utility, s.ee_exposure, s.ee_target,
         s.log_pe_list, s.log_pe_scores, s.log_propensity, s.log_reward, s.log_q_factual, s.log_q_list, s.log_q_scores,
         s.log_slate_first, s.log_pe_slate, s.log_pe_cascade, s.log_slate_propensity, s.log_cascade_propensity,
+        s.log_position_rows, s.log_position_iw, s.log_position_cw,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog, tl.n_tail AS n_tail
     FROM stacked AS s

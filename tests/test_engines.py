@@ -251,7 +251,8 @@ def test_off_policy_estimators(engine):
 def test_slate_off_policy_estimators(engine):
     """The slate estimators (docs/guide/logs.md, "Slates") give DuckDB's numbers (themselves checked against obp,
     the hand-worked cases and the reference): per user a logged slate of run a's top 4, as listed, with two
-    positions swapped or reversed, two runs."""
+    positions swapped or reversed, two runs; one run matches no logged item (the self-normalized estimators
+    NULL) and one has a position whose weights sum to 0."""
     data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
     recs = pd.read_parquet(data / "recs.parquet").query("user_id < 40").reset_index(drop=True)
     recs["model"] = recs["model"].astype(str)
@@ -261,16 +262,20 @@ def test_slate_off_policy_estimators(engine):
     for user, items in first.groupby("user_id")["item_id"]:
         slate = list(items)[:4]
         slate = slate if user % 3 == 0 else [slate[0], *slate[1:][::-1]] if user % 3 == 1 else slate[::-1]
+        # and on some slates a fifth position that no list matches (its weights sum to 0: the self-normalized
+        # estimators add 0 there)
+        slate += list(items)[6:7] if user % 3 == 1 else []
         rows += [{"user_id": user, "item_id": item, "position": k, "propensity": 0.2 + 0.1 * (item % 5),
                   "slate_p": 0.01 + 0.01 * (user % 4), "cascade_p": 0.5 / k, "reward": float(item % 2)}
                  for k, item in enumerate(slate, start=1)]
     logs = pd.DataFrame(rows)
-    asked = ["slate_ips", "slate_iips", "slate_rips", "slate_snips"]
+    asked = ["slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"]
     columns = dict(slate_propensity_col="slate_p", cascade_propensity_col="cascade_p")
     got = recsql.evaluate(engine.load(recs), None, asked, con=engine.con, run_cols=["model"], logs=engine.load(logs),
                           **columns)
     want = recsql.evaluate(recs, None, asked, run_cols=["model"], logs=logs, **columns)
     assert (want.summary[asked] > 0).any().all()
+    assert want.summary[["slate_sniips", "slate_snrips"]].isna().any().all()  # a run no row of which weighs anything
     assert_same(got.summary, want.summary, ["model"])
 
 

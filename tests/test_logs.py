@@ -243,15 +243,45 @@ def slate_logs(draw) -> tuple[list[dict], list[dict]]:
 @given(data=slate_logs())
 def test_the_slate_estimators_equal_the_reference(data):
     recs, logs = data
-    asked = [*SLATES, "slate_snips"]
+    asked = [*SLATES, "slate_snips", "slate_sniips", "slate_snrips"]
     got = recsql.evaluate(pd.DataFrame(recs), None, asked, logs=pd.DataFrame(logs), slate_propensity_col="slate_propensity",
                           cascade_propensity_col="cascade_propensity").summary.iloc[0]
     for name in asked:
         want = estimate(name, {}, recs, logs)
-        if want is None:  # slate_snips when no slate is the list's whole slate
+        if want is None:  # the self-normalized ones when every weight is 0
             assert pd.isna(got[name]), name
         else:
             assert got[name] == pytest.approx(want, rel=1e-9, abs=1e-12), name
+
+
+def test_the_self_normalized_slate_estimators_by_hand_per_run():
+    """slate_sniips and slate_snrips normalize each position by the mean weight of its rows in the run
+    (docs/guide/logs.md, "Slates"): the logs of the worked examples slate_sniips-logs and slate_snrips-logs
+    (fixtures/worked/beyond.json), scored by three runs. A position whose weights sum to 0 adds 0; a run no
+    row of which weighs anything has no estimate (NULL), where slate_iips is 0."""
+    lists = {"a": {1: [10, 11, 12], 2: [12, 11, 10]}, "b": {1: [10, 12, 11], 2: [12, 11, 10]},
+             "c": {1: [11, 10, 12], 2: [10, 12, 11]}}
+    recs = pd.DataFrame([{"model": run, "user_id": user, "item_id": item, "score": 1.0 / rank}
+                         for run, by_user in lists.items() for user, items in by_user.items()
+                         for rank, item in enumerate(items, start=1)])
+    logs = pd.DataFrame({"user_id": [1, 1, 1, 2, 2], "item_id": [10, 11, 13, 12, 11], "position": [1, 2, 3, 1, 2],
+                         "propensity": [0.5, 0.25, 0.5, 0.2, 0.5], "reward": [1.0, 1.0, 1.0, 0.0, 0.0],
+                         "cascade_p": [0.5, 0.1, 0.05, 0.2, 0.04]})
+    asked = ["slate_sniips", "slate_snrips", "slate_iips"]
+    got = recsql.evaluate(recs, None, asked, logs=logs, run_cols="model", cascade_propensity_col="cascade_p").summary
+    got = got.set_index("model")
+    # a: both slates match at positions 1 and 2, slate 1's 13@3 nowhere (position 3's weights sum to 0: it adds 0).
+    # Independent weights: position 1 2 (reward 1) and 5 (0), mean 3.5; position 2 4 (1) and 2 (0), mean 3
+    assert got.loc["a", "slate_sniips"] == pytest.approx((2 * 1 / 3.5 + 4 * 1 / 3) / 2)  # 20/21
+    # cascade weights: position 1 as above; position 2 1/0.1 = 10 (reward 1) and 1/0.04 = 25 (0), mean 17.5
+    assert got.loc["a", "slate_snrips"] == pytest.approx((2 * 1 / 3.5 + 10 * 1 / 17.5) / 2)  # 4/7
+    # b: slate 1 matches at position 1 only, slate 2 at 1 and 2: position 2's weights 0 (reward 1) and 2 or 25
+    # (reward 0). Per run: pooled with a's rows, position 2's mean weight would be (4 + 2 + 0 + 2)/4 = 2, not 3
+    assert got.loc["b", "slate_sniips"] == pytest.approx((2 * 1 / 3.5 + 0) / 2)  # 2/7
+    assert got.loc["b", "slate_snrips"] == pytest.approx((2 * 1 / 3.5 + 0) / 2)
+    # c: no logged item where the list puts it: every weight 0
+    assert pd.isna(got.loc["c", "slate_sniips"]) and pd.isna(got.loc["c", "slate_snrips"])
+    assert got.loc["c", "slate_iips"] == 0
 
 
 def test_the_slate_estimators_per_run_and_from_the_command_line(tmp_path, capsys):

@@ -2,9 +2,10 @@
 et al. 2021) to 1e-9 on its SyntheticBanditDataset: three seeds, a deterministic target policy (the
 argmax of its scores, given to recsql as a ranked list: target=list) and a stochastic one (softmax of
 its scores, given as the recs' scores: target=scores), every estimator with and without clipping. The
-slate estimators equal obp's SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS on its
-SyntheticSlateBanditDataset (five seeds, sizes, slate lengths and reward structures), a deterministic
-target ranking given as a list.
+slate estimators equal obp's SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS and their
+self-normalized forms on its SyntheticSlateBanditDataset (five seeds, sizes, slate lengths and reward
+structures), a deterministic target ranking given as a list; where a position's weights sum to 0, obp's
+self-normalized ones are NaN and recsql's add 0 for it, as documented.
 
 obp runs once, in its own virtual environment (``RECSQL_OBP_VENV``, default ``~/.cache/recsql-obp``,
 installed by ``.ci/engines.sh`` from ``.ci/obp-requirements.txt``: obp declares Python < 3.11 and pins
@@ -23,6 +24,7 @@ import pandas as pd
 import pytest
 
 import recsql
+from support.reference_logs import estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("RECSQL_OBP_VENV", Path.home() / ".cache" / "recsql-obp"))
@@ -64,7 +66,24 @@ def test_the_slate_estimators_equal_obps(obp_cases):
         logs, recs = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs"))
         got = recsql.evaluate(recs, None, list(case["expected"]), logs=logs, slate_propensity_col="slate_propensity",
                               cascade_propensity_col="cascade_propensity").summary
-        assert sorted(case["expected"]) == ["slate_iips", "slate_ips", "slate_rips", "slate_snips"]
+        assert sorted(case["expected"]) == ["slate_iips", "slate_ips", "slate_rips", "slate_sniips", "slate_snips",
+                                            "slate_snrips"]
         for metric, want in case["expected"].items():
             value = float(got[metric].iloc[0])
             assert want != 0 and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-9), (case["case"], metric, value, want)
+
+
+def test_a_position_whose_weights_sum_to_0_adds_0_where_obp_gives_nan(obp_cases):
+    """The documented difference (docs/guide/logs.md, "Slates"): where no target matches a logged position, obp's
+    self-normalized independent and reward-interaction estimates divide by that position's mean weight, 0, and are
+    NaN; recsql's add 0 for that position, and equal the reference (20/21 and 4/7 by hand: the worked examples
+    slate_sniips-logs and slate_snrips-logs, whose third position is the same)."""
+    out = obp_cases[0]
+    obp = json.loads((out / "zero_position.json").read_text(encoding="utf-8"))
+    logs, recs = (pd.read_parquet(out / "zero_position" / f"{name}.parquet") for name in ("logs", "recs"))
+    got = recsql.evaluate(recs, None, list(obp), logs=logs, cascade_propensity_col="cascade_propensity").summary.iloc[0]
+    rows = logs.to_dict("records")
+    for metric, by_hand in (("slate_sniips", 20 / 21), ("slate_snrips", 4 / 7)):
+        assert math.isnan(obp[metric]), (metric, obp[metric])
+        want = estimate(metric, {}, recs.to_dict("records"), rows)
+        assert math.isclose(want, by_hand, rel_tol=1e-12) and math.isclose(got[metric], want, rel_tol=1e-9), metric

@@ -59,7 +59,7 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
              "agreement": "agreement_rows", "category_shares": "category_rows", "intents": "intent_rows",
              "intent_depths": "intent_depths", "attention": "attention_rows", "attention_groups": "attention_groups",
              "popularity_bias": "bias_rows", "expected_exposure": "ee_rows",
-             "logs": "log_rows"}
+             "logs": "log_positions"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.

@@ -20,7 +20,11 @@ position, cascade). The target is a deterministic ranking of every item per slat
 first m items (m drawn from 0..len_list, so that targets agree with the logged slates on every prefix
 length) then the other items in a random order. obp computes its probabilities itself
 (obtain_pscore_given_evaluation_policy_logit, from logits 1000 apart, whose softmax is exactly 1 and 0),
-and its SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS estimate the target's value.
+and its SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS estimate the target's value, as do
+their self-normalized forms (SelfNormalizedSlateStandardIPS, SelfNormalizedSlateIndependentIPS and
+SelfNormalizedSlateRewardInteractionIPS). OUT_DIR/zero_position/{logs,recs}.parquet and
+OUT_DIR/zero_position.json: two slates with a position that no target matches, where obp's self-normalized
+independent and reward-interaction estimates are NaN (recsql's add 0 for that position: docs/guide/logs.md).
 """
 from __future__ import annotations
 
@@ -33,8 +37,9 @@ import pandas as pd
 from obp.dataset import (SyntheticBanditDataset, SyntheticSlateBanditDataset, linear_behavior_policy,
                          linear_behavior_policy_logit, linear_reward_function, logistic_reward_function)
 from obp.ope import (DirectMethod, DoublyRobust, InverseProbabilityWeighting,
-                     SelfNormalizedInverseProbabilityWeighting, SelfNormalizedSlateStandardIPS, SlateIndependentIPS, SlateRewardInteractionIPS,
-                     SlateStandardIPS, SwitchDoublyRobust)
+                     SelfNormalizedInverseProbabilityWeighting, SelfNormalizedSlateIndependentIPS,
+                     SelfNormalizedSlateRewardInteractionIPS, SelfNormalizedSlateStandardIPS, SlateIndependentIPS,
+                     SlateRewardInteractionIPS, SlateStandardIPS, SwitchDoublyRobust)
 from obp.utils import softmax
 
 SEEDS = (1, 7, 42)
@@ -147,11 +152,43 @@ def slate_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_typ
         # obp divides by the mean weight over the rows: recsql's slate_snips (each slate once) when, as here,
         # every slate has len_list rows
         "slate_snips": SelfNormalizedSlateStandardIPS(len_list=len_list).estimate_policy_value(
-            **given, pscore=feedback["pscore"], evaluation_policy_pscore=pe_slate)}
+            **given, pscore=feedback["pscore"], evaluation_policy_pscore=pe_slate),
+        # each position normalized by the mean weight of its rows (obp's position 0..len_list-1, recsql's 1..len_list)
+        "slate_sniips": SelfNormalizedSlateIndependentIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore_item_position=feedback["pscore_item_position"],
+            evaluation_policy_pscore_item_position=pe_item_position),
+        "slate_snrips": SelfNormalizedSlateRewardInteractionIPS(len_list=len_list).estimate_policy_value(
+            **given, pscore_cascade=feedback["pscore_cascade"], evaluation_policy_pscore_cascade=pe_cascade)}
     # how many slates and positions the target matches: the test asserts the cases weigh something
     matched = {"slates": int((pe_slate[::len_list] == 1).sum()), "positions": int((pe_item_position == 1).sum())}
     return {"case": folder.name, "n_slates": n_rounds, "expected": {k: float(v) for k, v in expected.items()},
             "matched": matched}
+
+
+def zero_position_case(out: Path) -> dict:
+    """Two logged slates of three positions whose third position no target matches (fixtures/worked/beyond.json's
+    slate_sniips-logs with a third row on slate 2): obp's self-normalized independent and reward-interaction
+    estimates there (NaN: obp divides by that position's mean weight, 0), for the documented difference."""
+    logs = pd.DataFrame({"user_id": [0, 0, 0, 1, 1, 1], "item_id": [10, 11, 13, 12, 11, 14], "position": [1, 2, 3, 1, 2, 3],
+                         "propensity": [0.5, 0.25, 0.5, 0.2, 0.5, 0.5], "cascade_propensity": [0.5, 0.1, 0.05, 0.2, 0.04, 0.02],
+                         "reward": [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]})
+    recs = pd.DataFrame({"user_id": [0, 0, 0, 1, 1, 1], "item_id": [10, 11, 12, 12, 11, 10],
+                         "score": [3.0, 2.0, 1.0, 3.0, 2.0, 1.0]})
+    folder = out / "zero_position"
+    folder.mkdir(parents=True, exist_ok=True)
+    logs.to_parquet(folder / "logs.parquet")
+    recs.to_parquet(folder / "recs.parquet")
+    given = dict(slate_id=logs["user_id"].to_numpy(), reward=logs["reward"].to_numpy(),
+                 position=logs["position"].to_numpy() - 1)
+    pe_item_position = np.array([1.0, 1.0, 0.0, 1.0, 1.0, 0.0])  # the lists hold the logged items at 1 and 2 only
+    pe_cascade = np.array([1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+    with np.errstate(invalid="ignore"):
+        return {"slate_sniips": float(SelfNormalizedSlateIndependentIPS(len_list=3).estimate_policy_value(
+                    **given, pscore_item_position=logs["propensity"].to_numpy(),
+                    evaluation_policy_pscore_item_position=pe_item_position)),
+                "slate_snrips": float(SelfNormalizedSlateRewardInteractionIPS(len_list=3).estimate_policy_value(
+                    **given, pscore_cascade=logs["cascade_propensity"].to_numpy(),
+                    evaluation_policy_pscore_cascade=pe_cascade))}
 
 
 def main(out: Path) -> None:
@@ -159,6 +196,7 @@ def main(out: Path) -> None:
     (out / "cases.json").write_text(json.dumps(cases, indent=1), encoding="utf-8")
     slates = [slate_case(*spec, out) for spec in SLATE_CASES]
     (out / "slate_cases.json").write_text(json.dumps(slates, indent=1), encoding="utf-8")
+    (out / "zero_position.json").write_text(json.dumps(zero_position_case(out)), encoding="utf-8")  # NaN as NaN
 
 
 if __name__ == "__main__":

@@ -20,6 +20,10 @@ slate_iips Σ_rows 1{list holds the row's item there} / propensity · r, slate_r
 logged item at positions <= the row's where it was logged} / cascade_propensity · r, each / the number of
 slates (McInerney et al., KDD 2020); slate_snips is slate_ips divided by the sum of the slates' weights
 (each slate once) instead of their number (Swaminathan & Joachims, NeurIPS 2015), None when that sum is 0.
+slate_sniips and slate_snrips divide each row's weighted reward of slate_iips and slate_rips by the mean
+weight of the rows at its position (obp's SelfNormalizedSlateIndependentIPS and
+SelfNormalizedSlateRewardInteractionIPS); a position whose weights sum to 0 adds 0, and the estimate is None
+when every row's weight is 0.
 """
 from __future__ import annotations
 
@@ -35,8 +39,10 @@ DEFAULTS = {
     "slate_iips": {},
     "slate_rips": {},
     "slate_snips": {},
+    "slate_sniips": {},
+    "slate_snrips": {},
 }
-SLATES = {"slate_ips", "slate_iips", "slate_rips", "slate_snips"}
+SLATES = {"slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"}
 NEEDS_MODEL = {"dm", "dr", "switch_dr"}
 
 
@@ -120,15 +126,24 @@ def _slate_estimate(name, logs, pi_e):
         weights = [min(pi_e(row) for row in rows) / rows[0]["slate_propensity"] for rows in slates.values()]
         rewards = [sum(row["reward"] for row in rows) for rows in slates.values()]
         return sum(w * r for w, r in zip(weights, rewards)) / sum(weights) if sum(weights) != 0 else None
-    total = 0.0
+    weighted = []  # (position, weight, reward) of every row
     for rows in slates.values():
         for row in rows:
-            if name == "slate_iips":
+            if name in ("slate_iips", "slate_sniips"):
                 weight = pi_e(row) / row["propensity"]
             elif name == "slate_ips":
                 weight = min(pi_e(other) for other in rows) / row["slate_propensity"]
-            else:  # slate_rips: the positions up to the row's (rows at the same position included)
+            else:  # slate_rips, slate_snrips: the positions up to the row's (rows at the same position included)
                 weight = min(pi_e(other) for other in rows if other["position"] <= row["position"]) \
                     / row["cascade_propensity"]
-            total += weight * row["reward"]
-    return total / len(slates)
+            weighted.append((row["position"], weight, row["reward"]))
+    if name in ("slate_sniips", "slate_snrips"):
+        if all(weight == 0 for _, weight, _ in weighted):
+            return None
+        at = {}  # position -> the weights of its rows
+        for position, weight, _ in weighted:
+            at.setdefault(position, []).append(weight)
+        mean = {position: sum(weights) / len(weights) for position, weights in at.items()}
+        return sum(weight * reward / mean[position] for position, weight, reward in weighted
+                   if mean[position] != 0) / len(slates)
+    return sum(weight * reward for _, weight, reward in weighted) / len(slates)
