@@ -16,6 +16,13 @@ inputs (catalog, items' categories, popularity in interactions, so the short hea
 Within segments each unit's lists are those of one segment's users (``cmp_wlists`` carries each user's
 segment, ``cmp_global_units`` numbers (run, baseline, segment)), so a segment's value is the metric over its
 users, as evaluate's within the segment, and its metric id segment·M + metric, as the counted metrics'.
+With truth per run each list is judged by the truth of the run it came from: ``sql/_compare_weighted_truth.sql``
+writes ``cmp_wtruth`` (for every key of ``cmp_wrecs`` and user, that run's truth rows of the user, swapped with the
+user's list on the randomized sides, as a per-user metric's randomization swaps the user's values), the weighted
+evaluation's truth, keyed by the same run key. Of the six, pop_rsp, pop_reo (their users with truth, relevant
+items, hits) and exposure_disparity(target=merit) (its merit) read truth; the others read none, but
+``cmp_wtruth`` is written whenever truth is per run, one path whatever the metrics read (its cost: truth rows
+once per key, as the lists). With shared truth the statement is as it was (truth read once per user).
 
 >>> from recsql.metrics import parse_metric
 >>> weighted({0: parse_metric("gini@5"), 2: parse_metric("exposure_gini@5"), 3: parse_metric("pop_rsp@5")})
