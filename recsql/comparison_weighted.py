@@ -16,6 +16,13 @@ inputs (catalog, items' categories, popularity in interactions, so the short hea
 Within segments each unit's lists are those of one segment's users (``cmp_wlists`` carries each user's
 segment, ``cmp_global_units`` numbers (run, baseline, segment)), so a segment's value is the metric over its
 users, as evaluate's within the segment, and its metric id segment·M + metric, as the counted metrics'.
+With truth per run each list is judged by the truth of the run it came from: ``sql/_compare_weighted_truth.sql``
+writes ``cmp_wtruth`` (for every key of ``cmp_wrecs`` and user, that run's truth rows of the user, swapped with the
+user's list on the randomized sides, as a per-user metric's randomization swaps the user's values), the weighted
+evaluation's truth, keyed by the same run key. Of the six, pop_rsp, pop_reo (their users with truth, relevant
+items, hits) and exposure_disparity(target=merit) (its merit) read truth; the others read none, but
+``cmp_wtruth`` is written whenever truth is per run, one path whatever the metrics read (its cost: truth rows
+once per key, as the lists). With shared truth the statement is as it was (truth read once per user).
 
 >>> from recsql.metrics import parse_metric
 >>> weighted({0: parse_metric("gini@5"), 2: parse_metric("exposure_gini@5"), 3: parse_metric("pop_rsp@5")})
@@ -43,10 +50,12 @@ GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global) count
 GLOBAL_PAIRS_TEMPLATE = "_compare_global_pairs"  # the pairs their randomization swaps lists between
 WEIGHTED_TEMPLATE = "_compare_weighted"  # global metrics recomputed over weighted lists: this module
 WEIGHTED_STATS_TEMPLATE = "_compare_weighted_stats"
+WEIGHTED_TRUTH_TEMPLATE = "_compare_weighted_truth"  # with truth per run: each list's truth, keyed as cmp_wrecs
 GLOBAL_TESTS_TEMPLATE = "_compare_global_tests"  # the global metrics' bootstrap and randomization
 RUN_COLS = ("cmp_key",)  # cmp_wrecs' run key: (run, baseline, segment, resample, side) in one integer
 WEIGHT_COL = "cmp_weight"
 RANK_COL = "cmp_rank"
+TRUTH_RELEVANCE = "relevance"  # cmp_wtruth's relevance, as the evaluation's truth_in holds it
 PREFIX = "cmpw_"  # the weighted evaluation's CTEs, beside the evaluation's own
 LAST = "per_user_raw"  # the weighted evaluation's CTE read: each run's global row (_is_global = 1)
 
@@ -66,9 +75,10 @@ NOT_YET = {"spark": "Spark's query analyser runs out of Java heap on the stateme
 def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool,
                        dialect: str = "duckdb") -> None:
     """A global metric recomputed by its own template, over weighted lists or (an off-policy estimator) over
-    resampled logs, is not yet compared with truth per run or on the engines of :data:`NOT_YET`, and an
-    off-policy estimator not within segments (evaluate computes none within segments): refused, with the way
-    to compare it. The weighted ones are compared within segments (each segment's users' lists)."""
+    resampled logs, is not yet compared on the engines of :data:`NOT_YET`, and an off-policy estimator not with
+    truth per run nor within segments (evaluate computes none within segments): refused, with the way to compare
+    it. The weighted ones are compared within segments (each segment's users' lists) and with truth per run (each
+    list judged by its own run's truth: ``sql/_compare_weighted_truth.sql``)."""
     if not recomputed:
         return
     first = metrics[recomputed[0]]
@@ -78,11 +88,11 @@ def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: 
                           f"{how}, which does not work on this engine yet ({NOT_YET[dialect]}); compare it on DuckDB "
                           f"(recsql.compare without con=, the tables as files or DataFrames), SQLite, PostgreSQL or "
                           f"MariaDB", metric=str(first))
-    if truth_per_run:
-        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
-                          f"{how}, which it does not do yet with truth per run; compare it with truth shared by the "
-                          f"runs (without the run columns)")
     estimator = next((metrics[i] for i in recomputed if metrics[i].spec.family == "off_policy"), None)
+    if truth_per_run and estimator is not None:
+        raise RecsqlError(f"compare: metric {str(estimator)!r} is global (one number per run) and compare recomputes "
+                          f"it over resampled logs, which it does not do yet with truth per run; compare it with truth "
+                          f"shared by the runs (without the run columns)", metric=str(estimator))
     if segmented and estimator is not None:
         raise RecsqlError(f"compare: metric {str(estimator)!r} is global (one number per run) and compare recomputes "
                           f"it over resampled logs, which it does not do yet within segments (nor does evaluate "
@@ -94,41 +104,56 @@ def plan_for(plan: Plan, catalog: bool) -> Plan:
     """The weighted evaluation's plan: ``cmp_wrecs`` as recs (its run key :data:`RUN_COLS`, ranked by its
     rank, 1..k, as the evaluation ranked them; weighed by its weight), the other inputs as given; the catalog (``catalog``: the evaluation has
     one) read from the evaluation's own ``catalog_items`` (``cmp_catalog_items``), so that it stays the
-    catalog of the runs compared, never the items of a resample's lists."""
+    catalog of the runs compared, never the items of a resample's lists; truth per run (``plan.truth_has_runs``)
+    read from ``cmp_wtruth``, keyed by the same run key (each list's own run's truth)."""
     columns = [*RUN_COLS, RANK_COL, WEIGHT_COL]
-    recs = exp.select(*columns, exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
-                      exp.alias_(exp.column("item_id"), exp.to_identifier(plan.item_col, quoted=True))) \
-        .from_("cmp_wrecs").subquery("cmp_wrecs")
+    ids = ("user_id", "item_id")
+
+    def renamed(relation: str, alias: str, *extra: str) -> exp.Subquery:  # internal ids as the plan names them
+        named = [exp.alias_(exp.column(i), exp.to_identifier(n, quoted=True)) for i, n in zip(ids, (plan.user_col,
+                                                                                                     plan.item_col))]
+        return exp.select(*extra, *named).from_(relation).subquery(alias)
+
     items = exp.select(exp.alias_(exp.column("item_id"), exp.to_identifier(plan.item_col, quoted=True))) \
         .from_("cmp_catalog_items").subquery("cmp_catalog")
-    ids = ("user_id", "item_id")
+    truth = dict(truth=renamed("cmp_wtruth", "cmp_wtruth", *RUN_COLS, TRUTH_RELEVANCE),
+                 relevance_col=TRUTH_RELEVANCE) if plan.truth_has_runs else {}
     return dataclasses.replace(
-        plan, recs=recs, run_cols=RUN_COLS, score_col=None, rank_col=RANK_COL, ord_type="BIGINT", weight_col=WEIGHT_COL,
-        catalog=items if catalog else plan.catalog, topk=None, ties="item_id", duplicates="error",
-        id_casts={key: cast for key, cast in plan.id_casts.items() if key[1] in ids},
+        plan, recs=renamed("cmp_wrecs", "cmp_wrecs", *columns), run_cols=RUN_COLS, score_col=None, rank_col=RANK_COL,
+        ord_type="BIGINT", weight_col=WEIGHT_COL, catalog=items if catalog else plan.catalog, topk=None,
+        ties="item_id", duplicates="error", id_casts={key: cast for key, cast in plan.id_casts.items() if key[1] in ids},
         text_ids=frozenset(plan.text_ids) & frozenset(ids), sample_col=None, sampled=False,
-        segments=None, segment_cols=(), inline=())
+        segments=None, segment_cols=(), inline=(), **truth)
 
 
-def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog: bool) -> list[exp.CTE]:
+def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog: bool,
+               truth_per_run: bool = False) -> list[exp.CTE]:
     """``cmp_wlists(run, segment, user_idx, user_id, item_id, rank)``: each user's top max k (of the weighted
     metrics) in each run, with the user's segment, from ``lists`` (the ranked stage's list rows: run columns
     ``runs``, user_id, item_id, rank) joined to ``cmp_keyed`` (a user without a segment left out, as by the
     counted metrics: that comparison is refused); ``cmp_weighted_metrics(metric)``: their positions;
-    ``cmp_catalog_items`` (with ``catalog``): the evaluation's catalog, which the weighted evaluation reads."""
-    keys = [f"_k{i}" for i in range(len(runs))]
-    on = exp.and_(*[exp.column(r, "l").eq(exp.column(k, "p")) for r, k in zip(runs, keys)],
-                  exp.column("user_id", "l").eq(exp.column("cmp_user", "p")))
-    columns = (("p", "run"), ("p", "segment"), ("p", "user_idx"), ("l", "user_id"), ("l", "item_id"), ("l", "rank"))
-    rows = exp.select(*[exp.alias_(exp.column(c, t), c) for t, c in columns]) \
-        .from_(exp.alias_(exp.to_table(lists), "l")) \
-        .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on) \
+    ``cmp_catalog_items`` (with ``catalog``): the evaluation's catalog, which the weighted evaluation reads;
+    ``cmp_wtruth_rows(run, segment, user_idx, user_id, item_id, relevance)`` (with ``truth_per_run``): each run's
+    truth rows (the evaluation's ``truth_in``) of the users of ``cmp_keyed``, the same way."""
+    def keyed(relation: str, *columns: tuple[str, str]) -> exp.Select:  # relation's rows of cmp_keyed's (run, user)
+        on = exp.and_(*[exp.column(r, "l").eq(exp.column(f"_k{i}", "p")) for i, r in enumerate(runs)],
+                      exp.column("user_id", "l").eq(exp.column("cmp_user", "p")))
+        return exp.select(*[exp.alias_(exp.column(c, t), c) for t, c in (("p", "run"), ("p", "segment"),
+                                                                          ("p", "user_idx"), *columns)]) \
+            .from_(exp.alias_(exp.to_table(relation), "l")) \
+            .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on)
+
+    rows = keyed(lists, ("l", "user_id"), ("l", "item_id"), ("l", "rank")) \
         .where(exp.and_(exp.column("rank", "l") <= bigint(max(int(m.k) for m in metrics.values())),
                         exp.column("segment", "p") >= 0))
     ctes = [exp.CTE(this=rows, alias=exp.to_identifier("cmp_wlists")), positions_cte(metrics, "cmp_weighted_metrics")]
     if catalog:
         ctes.append(exp.CTE(this=exp.select("item_id").from_("catalog_items"),
                             alias=exp.to_identifier("cmp_catalog_items")))
+    if truth_per_run:
+        truth = keyed("truth_in", ("l", "user_id"), ("l", "item_id"), ("l", TRUTH_RELEVANCE)) \
+            .where(exp.column("segment", "p") >= 0)
+        ctes.append(exp.CTE(this=truth, alias=exp.to_identifier("cmp_wtruth_rows")))
     return ctes
 
 
@@ -172,8 +197,10 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
     if counted:
         ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
     if recomputed:
-        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog)
+        truth_per_run = values.weighted_plan.truth_has_runs  # each list judged by its run's truth: cmp_wtruth
+        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog, truth_per_run)
         ctes += template(WEIGHTED_TEMPLATE, parameters)
+        ctes += template(WEIGHTED_TRUTH_TEMPLATE, parameters) if truth_per_run else []
         ctes += evaluation_ctes(values.weighted_plan, recomputed)
         ctes += template(WEIGHTED_STATS_TEMPLATE, parameters, tuple(recomputed))
     if estimators:

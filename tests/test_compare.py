@@ -768,18 +768,21 @@ def test_compare_resamples_the_off_policy_estimators_and_refuses_them_with_truth
 
 
 @pytest.mark.parametrize("name", sorted(WEIGHTED))
-def test_compare_refuses_a_weighted_global_metric_with_truth_per_run(name):
-    """Refused with truth per run, naming the metric and the way to compare it (within segments it is compared:
-    tests/test_compare_weighted.py)."""
+def test_compare_takes_a_weighted_global_metric_with_truth_per_run(name):
+    """Compared with truth per run (they were refused): the observed value is evaluate's with truth per run (every
+    statistic against the reference: tests/test_compare_weighted.py)."""
     recs = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "user_id": [1, 1, 2, 2] * 2,
                          "item_id": [10, 11, 10, 12, 11, 12, 12, 10], "score": [2.0, 1.0] * 4})
-    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [10, 12], "relevance": [1, 1]})
     items = pd.DataFrame({"item_id": [10, 11, 12], "category": ["x", "x", "y"]})
     interactions = pd.DataFrame({"user_id": [1, 2, 3], "item_id": [10, 10, 11]})
-    given = dict(run_cols="model", items=items, interactions=interactions, resamples=10)
-    per_run = pd.concat([truth.assign(model=m) for m in ("a", "b")])
-    with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}@2' is global .*with truth per run"):
-        recsql.compare(recs, per_run, [f"{name}@2"], **given)
+    per_run = pd.DataFrame({"model": ["a", "a", "b", "b"], "user_id": [1, 2, 1, 2], "item_id": [10, 12, 11, 10],
+                            "relevance": [1, 1, 1, 1]})
+    given = dict(run_cols="model", items=items, interactions=interactions)
+    result = recsql.compare(recs, per_run, [f"{name}@2"], resamples=10, **given)
+    summary = recsql.evaluate(recs, per_run, [f"{name}@2"], **given).summary.set_index("model")
+    assert list(result.runs["run"]) == ["a", "b"]
+    for row in result.runs.itertuples():
+        assert close(row.mean, summary.loc[row.run, f"{name}@2"]), (row.run, row.mean)
 
 
 def test_a_global_metric_reading_the_ranked_rows_is_refused_with_the_reason():

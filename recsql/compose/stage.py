@@ -301,7 +301,8 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     kept = [b for b in every if b.args["from_"].this.name not in unused]
     if plan.weight_col is not None:  # weighted lists serve global metrics only: their runs' rows of no user
         kept = [b for b in kept if b.args["from_"].this.name in WEIGHTED_BRANCHES]
-        users_of_shared_truth(ctes)
+        if not plan.truth_has_runs:  # truth per run: each run (compare's cmp_key) its own truth, read per run
+            users_of_shared_truth(ctes)
     pad_union(kept, every)
     ctes["stacked"].set("this", union_all(kept))
     # Shared truth is copied to every run where its rows or counts are per run (truth_runs for
@@ -342,8 +343,8 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
             key_join(truth_runs, "runs", "t", keys)
     if plan.weight_col is None:
         unweighted(stage)
-    elif plan.topk or plan.ties == "average" or plan.truth_has_runs or set(features) - WEIGHTED_FEATURES - FIXED_FEATURES:
+    elif plan.topk or plan.ties == "average" or set(features) - WEIGHTED_FEATURES - FIXED_FEATURES:
         raise RecsqlError("weighted lists (compare's resamples) are ranked by ROW_NUMBER with ties by item id, "
-                          f"judged against shared truth, and serve the stage features {sorted(WEIGHTED_FEATURES | FIXED_FEATURES)} "
+                          f"and serve the stage features {sorted(WEIGHTED_FEATURES | FIXED_FEATURES)} "
                           f"only, not {sorted(set(features) - WEIGHTED_FEATURES - FIXED_FEATURES)}")
     return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))

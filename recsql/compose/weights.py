@@ -2,8 +2,8 @@
 recsql.compare's resamples, each user's list counted by its weight in a run's global rows.
 
 Without weights every list weighs 1 and the statement reads as if there were none (:func:`unweighted`);
-with them the stage serves the global rows that sum the weights alone, and reads truth once per user
-(:func:`users_of_shared_truth`).
+with them the stage serves the global rows that sum the weights alone, and reads truth shared by the runs once
+per user (:func:`users_of_shared_truth`); truth per run (compare's ``cmp_wtruth``) is read per run, as evaluate reads it.
 """
 from __future__ import annotations
 

@@ -988,16 +988,21 @@ def weighted_global(name, k, options, lists, truth=None, *, items=None, interact
     copies of itself, each with the user's list, truth and interactions (its history); a user of weight 0 is not
     there. The catalog-level inputs are the inputs as given: the catalog (``catalog`` rows, else the items
     input), the items' categories and the items' popularity in ``interactions`` (so the short head and tail).
-    ``lists``: [(w, the user's recs rows)], each user once. None where the metric is undefined."""
+    ``lists``: [(w, the user's recs rows)], each user once; or [(w, the user's recs rows, the user's truth rows)]:
+    each list judged by its own truth (truth per run: the truth of the run the list came from; ``truth`` then
+    unread but for being given). None where the metric is undefined."""
     opts = {**DEFAULT_OPTIONS[name], **{key: _option_value(v) for key, v in (options or {}).items()}}
-    copies = [(w, rows[0]["user_id"], rows) for w, rows in lists if w > 0 and rows]
-    recs = [{**r, "user_id": (user, j)} for w, user, rows in copies for j in range(w) for r in rows]
+    copies = [(w, rows[0]["user_id"], rows, own) for w, rows, *own in lists if w > 0 and rows]
+    recs = [{**r, "user_id": (user, j)} for w, user, rows, _ in copies for j in range(w) for r in rows]
     by_user = {}
     for rows, source in ((truth or [], "truth"), (interactions or [], "interactions")):
         for r in rows:
             by_user.setdefault((source, r["user_id"]), []).append(r)
-    copied = {source: [{**r, "user_id": (user, j)} for w, user, _ in copies for j in range(w)
-                       for r in by_user.get((source, user), [])] for source in ("truth", "interactions")}
+
+    def of(source, user, own):  # the user's rows of source: its own truth when given with its list
+        return own[0] if source == "truth" and own else by_user.get((source, user), [])
+    copied = {source: [{**r, "user_id": (user, j)} for w, user, _, own in copies for j in range(w)
+                       for r in of(source, user, own)] for source in ("truth", "interactions")}
     ctx = _Context(k, opts, recs, copied["truth"] if truth is not None else None, items, None, interactions,
                    catalog, None, float(threshold), False)
     if interactions is not None:  # the copies' histories; the popularity (ctx.n) stays the input's
