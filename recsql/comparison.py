@@ -40,7 +40,7 @@ from .inputs import Inputs, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
 from .validate import family
-from .weights_warning import checked_share, diagnostics
+from .weights_warning import checked_share, weighing
 
 
 def _evaluate_arguments(recs: Any, truth: Any, metrics: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +90,7 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
                                                                     "expected_recs": expected_recs}, "compare")
     segments = options.pop("segments")  # compared within each segment (evaluate's segments= evaluates within)
     arguments = _evaluate_arguments(recs, truth, metrics_given(metrics, "compare"), options)
+    share = checked_share(arguments["min_ess_share"])  # refused before any query, as by evaluate
     request = checked_request(arguments["metrics"], Inputs.of(arguments), con=arguments["con"],
                               progress=arguments["progress"])
     if not request.cols["run_cols"]:
@@ -106,18 +107,18 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
         refuse_segment_rows(frame, values)
     settle(frame, settings, values)
     runs, table = finish(frame, [m.column for m in request.metrics], values, settings)
-    _warn_weights(arguments, request.metrics)
+    _warn_weights(arguments, request.metrics, share)
     return Comparison(runs=runs, tests=table, metrics=request.metrics, settings=settings, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started)
 
 
-def _warn_weights(arguments: dict[str, Any], metrics: Sequence[Metric]) -> None:
+def _warn_weights(arguments: dict[str, Any], metrics: Sequence[Metric], share: float) -> None:
     """evaluate's warning on the importance weights (:mod:`recsql.weights_warning`) for the off-policy
     estimators compared that weigh the impressions: a run whose weights' effective sample size is below
-    ``min_ess_share`` of the logged impressions. It comes from evaluate itself, on those estimators alone
-    (one more query, over the logs and the lists; none when no such estimator is compared or the
+    ``share`` (``min_ess_share``) of the logged impressions. It comes from evaluate itself, on those estimators
+    alone (one more query, over the logs and the lists; none when no such estimator is compared or the
     share is 0), so that compare and evaluate warn alike."""
-    estimators = [m for m in metrics if diagnostics([m], checked_share(arguments["min_ess_share"]))]
+    estimators = weighing(metrics) if share else []
     if estimators:
         evaluate(**{**arguments, "metrics": estimators, "progress": None})
 

@@ -61,6 +61,11 @@ def _estimators(metrics: Sequence[Metric]) -> dict[str, list[Metric]]:
     return found
 
 
+def weighing(metrics: Sequence[Metric]) -> list[Metric]:
+    """The off-policy estimators of ``metrics`` that weigh the impressions: those the warning is about."""
+    return [m for estimators in _estimators(metrics).values() for m in estimators]
+
+
 def _slate(m: Metric) -> bool:
     """A slate estimator: its weights are per slate or per prefix of one, not the impressions' that ``ess`` reads
     (no warning for them yet)."""
