@@ -107,6 +107,8 @@ def _normalized(param: Param, metric: str, value: object) -> str:
     """A user-given option value, validated, as its canonical text: a discount by recsql/discounts.py
     (which needs sqlglot: imported only when a discount is given), any other by :meth:`Param.normalize`."""
     if param.kind == "discount":
+        if str(value).strip().lower() in param.choices:  # a preset, or the word a discount option takes besides
+            return str(value).strip().lower()
         from .discounts import normalize_discount  # noqa: PLC0415  (sqlglot: only for a discount)
         return normalize_discount(str(value).strip(), metric)
     return param.normalize(metric, value)

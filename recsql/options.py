@@ -138,7 +138,7 @@ SHARED: tuple[Option, ...] = (
                         "nrbp, nnrbp, p_ia, s_recall)"),
     _input("--logs", "logged impressions (user or context, item, position, propensity, reward): path or table "
                      "(ips, snips, dm, dr, switch_dr, ess, max_weight; slates: slate_ips, slate_iips, slate_rips, "
-                     "slate_snips, slate_sniips, slate_snrips)"),
+                     "slate_snips, slate_sniips, slate_snrips, pbm_ips)"),
     _input("--reward-model", "a reward model's predictions (user, item, reward): path or table (dm, dr, switch_dr)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
            "user): path or table; each run is evaluated within each segment (the population taken within it)",

@@ -20,8 +20,9 @@ from .families import FAMILIES
 from .templates import read_template, template_names
 
 # "name kind = default", optionally followed by "(what the default means)": required for `auto`.
+# A discount may take one word besides: "examination discount or logs = logs".
 # A number may say the values it takes as an interval: "p number in (0, 1) = 0.8".
-_PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount|number(?:\s+in\s+([\[(][^\])]*[\])]))?)"
+_PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount(?:\s+or\s+\w+)?|number(?:\s+in\s+([\[(][^\])]*[\])]))?)"
                        r"\s*=\s*(\S+)(?:\s+\((.+)\))?$")
 _INTERVAL_RE = re.compile(r"^([\[(])\s*(-inf|[-+]?[\d.]+)\s*,\s*(inf|[-+]?[\d.]+)\s*([\])])$")
 # the named position discounts (sql/_discounts.sql; recsql/discounts.py, which needs sqlglot, reads
@@ -149,14 +150,14 @@ def _parse_params(text: str, metric: str) -> dict[str, Param]:
         if not match:
             raise RuntimeError(f"sql/{metric}.sql: cannot read param {part!r}")
         name, kind, choices, interval, default, meaning = match.groups()
-        kind = kind.split()[0]
+        kind, *extra = kind.split()  # "discount or logs": a discount, or the word after "or"
         if interval is not None and not _INTERVAL_RE.match(interval):
             raise RuntimeError(f"sql/{metric}.sql: param {name}: cannot read the interval {interval!r}")
         if default == "auto" and not meaning:
             raise RuntimeError(f"sql/{metric}.sql: param {name} defaults to auto; say what it means: "
                                f"'{name} {kind} = auto (the ...)'")
         if kind == "discount":
-            params[name] = Param(name, "discount", default, tuple(DISCOUNT_PRESETS), meaning or "")
+            params[name] = Param(name, "discount", default, (*DISCOUNT_PRESETS, *extra[1:]), meaning or "")
         elif kind == "number":
             params[name] = Param(name, "number", default, meaning=meaning or "",
                                  interval=interval or "(-inf, inf)")

@@ -72,7 +72,9 @@
 --          for the slate estimators (feature log_slates; the slate is the context's logged rows) the slate's
 --          first row, the list's probability of the whole slate and of its positions up to this one, and
 --          per logged position the number of rows and the sums of their independent and cascade weights
---          (log_position_*: the self-normalized slate estimators)
+--          (log_position_*: the self-normalized slate estimators); for pbm_ips (feature log_pbm) the list's
+--          position of the logged item, the logged position, the slate's depth and the positions' estimated
+--          examination (log_exam_*)
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -744,6 +746,14 @@ log_policy AS (
     JOIN reward_model_in AS q ON r.user_id = q.user_id AND r.item_id = q.item_id
     GROUP BY r.run_keys, r.user_id
 ),
+log_examination AS (
+    -- per logged position, the rewards of the logged rows there weighed by their inverse propensities,
+    -- Σ r / π0: under the position-based model with randomized logging proportional to the position's
+    -- examination probability (feature log_pbm: pbm_ips with examination = logs)
+    SELECT position, SUM(reward / NULLIF(propensity, 0)) AS examined
+    FROM logs_in
+    GROUP BY position
+),
 log_rows AS (
     -- one row per run and logged impression (feature logs: the off-policy estimators), user_id NULL:
     -- the target's probability of the logged item there, for target = list (1 where the run's list puts
@@ -755,7 +765,9 @@ log_rows AS (
     -- list's probability of the whole slate (1 where it puts every logged item of the slate at its logged
     -- position) and of the slate's positions up to this one (peers at one position included), and the logging
     -- policy's joint and cascade propensities as logged (their windows computed only where a metric reads them:
-    -- the composer drops the columns nobody reads)
+    -- the composer drops the columns nobody reads). For pbm_ips (feature log_pbm): the list's position of the
+    -- logged item, the logged position, the slate's deepest logged position, and log_examination's value at the
+    -- list's position and at the logged one
     SELECT runs.run_keys, CASE WHEN l.position < 0 THEN l.user_id END AS user_id, 18 AS src,
         CAST(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END AS DOUBLE) AS log_pe_list,
         CAST(COALESCE(-c.ord, 0) AS DOUBLE) AS log_pe_scores,
@@ -771,7 +783,10 @@ log_rows AS (
              OVER (PARTITION BY runs.run_keys, l.user_id ORDER BY l.position
                    RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS DOUBLE) AS log_pe_cascade,
         CAST(l.slate_propensity AS DOUBLE) AS log_slate_propensity,
-        CAST(l.cascade_propensity AS DOUBLE) AS log_cascade_propensity, l.position AS log_position
+        CAST(l.cascade_propensity AS DOUBLE) AS log_cascade_propensity, l.position AS log_position,
+        CAST(s.rank AS DOUBLE) AS log_list_rank,
+        CAST(MAX(l.position) OVER (PARTITION BY runs.run_keys, l.user_id) AS DOUBLE) AS log_slate_depth,
+        CAST(ex.examined AS DOUBLE) AS log_exam_list, CAST(ep.examined AS DOUBLE) AS log_exam_logged
     FROM logs_in AS l
     CROSS JOIN runs
     LEFT JOIN list_rows AS s ON s.run_keys = runs.run_keys AND s.user_id = l.user_id AND s.item_id = l.item_id
@@ -781,6 +796,8 @@ log_rows AS (
     LEFT JOIN reward_model_in AS qf ON qf.user_id = l.user_id AND qf.item_id = l.item_id
     LEFT JOIN reward_model_in AS qa ON qa.user_id = l.user_id AND qa.item_id = a.item_id
     LEFT JOIN log_policy AS p ON p.run_keys = runs.run_keys AND p.user_id = l.user_id
+    LEFT JOIN log_examination AS ex ON ex.position = CAST(s.rank AS DOUBLE)
+    LEFT JOIN log_examination AS ep ON ep.position = l.position
     WHERE EXISTS (SELECT 1 FROM recs_in)  -- no recommendations at all: no run to estimate
 ),
 log_positions AS (
@@ -791,6 +808,7 @@ log_positions AS (
     -- columns, and this CTE, which then only passes log_rows on, with them
     SELECT run_keys, user_id, src, log_pe_list, log_pe_scores, log_propensity, log_reward, log_q_factual, log_q_list,
         log_q_scores, log_slate_first, log_pe_slate, log_pe_cascade, log_slate_propensity, log_cascade_propensity,
+        log_position, log_list_rank, log_slate_depth, log_exam_list, log_exam_logged,
         COUNT(*) OVER (PARTITION BY run_keys, log_position) AS log_position_rows,
         SUM(log_pe_list / log_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_iw,
         SUM(log_pe_cascade / log_cascade_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_cw
@@ -886,7 +904,9 @@ stacked AS (
         CAST(log_pe_cascade AS DOUBLE) AS log_pe_cascade, CAST(log_slate_propensity AS DOUBLE) AS log_slate_propensity,
         CAST(log_cascade_propensity AS DOUBLE) AS log_cascade_propensity,
         CAST(log_position_rows AS BIGINT) AS log_position_rows, CAST(log_position_iw AS DOUBLE) AS log_position_iw,
-        CAST(log_position_cw AS DOUBLE) AS log_position_cw
+        CAST(log_position_cw AS DOUBLE) AS log_position_cw, CAST(log_position AS DOUBLE) AS log_position,
+        CAST(log_list_rank AS DOUBLE) AS log_list_rank, CAST(log_slate_depth AS DOUBLE) AS log_slate_depth,
+        CAST(log_exam_list AS DOUBLE) AS log_exam_list, CAST(log_exam_logged AS DOUBLE) AS log_exam_logged
     FROM log_positions
     UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
@@ -918,7 +938,8 @@ ranked AS (
         s.ee_model, s.ee_patience, s.ee_utility, s.ee_exposure, s.ee_target,
         s.log_pe_list, s.log_pe_scores, s.log_propensity, s.log_reward, s.log_q_factual, s.log_q_list, s.log_q_scores,
         s.log_slate_first, s.log_pe_slate, s.log_pe_cascade, s.log_slate_propensity, s.log_cascade_propensity,
-        s.log_position_rows, s.log_position_iw, s.log_position_cw,
+        s.log_position_rows, s.log_position_iw, s.log_position_cw, s.log_position, s.log_list_rank, s.log_slate_depth,
+        s.log_exam_list, s.log_exam_logged,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog, tl.n_tail AS n_tail
     FROM stacked AS s

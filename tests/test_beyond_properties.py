@@ -46,6 +46,7 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            **{name: [{}, {"alpha": 0.75}, {"alpha": 0}] for name in ("alpha_ndcg", "alpha_dcg")},
            "ips": [{}, {"cap": 3}, {"cap": 1.5, "target": "scores"}, {"target": "scores"}],
            "dr": [{}, {"cap": 2}, {"target": "scores"}, {"cap": 4, "target": "scores"}],
+           "pbm_ips": [{}, {"examination": "log2"}, {"examination": "jarvelin", "logging": "ranking"}],
            "switch_dr": [{}, {"tau": 2}, {"tau": 4, "target": "scores"}, {"target": "scores"}],
            **{name: [{}, {"target": "scores"}] for name in ("snips", "dm", "ess", "max_weight")},
            "err_ia": [{}, {"alpha": 0.75}], "nerr_ia": [{}, {"alpha": 0.75}], "nrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}],

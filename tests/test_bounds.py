@@ -165,7 +165,7 @@ def test_every_metric_declares_its_range():
     """The registry reads a range for every metric; the bounded ones are what the header says. The
     off-policy estimators of a reward are unbounded: a reward is any real number."""
     assert set(BOUNDED) == set(REGISTRY) - {"ips", "snips", "dm", "dr", "switch_dr", "slate_ips", "slate_iips", "slate_rips",
-                                             "slate_snips", "slate_sniips", "slate_snrips"}
+                                             "slate_snips", "slate_sniips", "slate_snrips", "pbm_ips"}
     for spec in REGISTRY.values():
         defaults = {p.name: p.default for p in spec.params.values()}
         assert _BOUND.match(spec.value_range(defaults)), spec.name

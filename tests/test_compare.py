@@ -729,7 +729,7 @@ def test_every_global_metric_of_the_registry_has_a_resampled_form():
         assert "reads" in resampling_refusal(name) and weighted_refusal(recsql.parse_metric(f"{name}@4")) is None, name
     assert "exposure" in weighted_refusal(recsql.parse_metric("gini@4"))
     assert OFF_POLICY >= {"ips", "snips", "dm", "dr", "switch_dr", "ess", "max_weight", "slate_ips", "slate_iips",
-                          "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"}
+                          "slate_rips", "slate_snips", "slate_sniips", "slate_snrips", "pbm_ips"}
 
 
 @pytest.mark.parametrize("name", sorted(SLATES))

@@ -34,7 +34,7 @@ CASES = {
                           "max_weight", "ips(target=scores)", "dm(target=scores)"],
                  logs="analytics.logs", reward_model="analytics.reward_model", run_cols=["model"]),
     # the slate estimators: the logged slates' windows and their joint and cascade propensities
-    "slates": dict(metrics=["slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"], logs="analytics.logs", run_cols=["model"],
+    "slates": dict(metrics=["slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips", "pbm_ips", "pbm_ips(examination=1 / rank, logging=ranking)"], logs="analytics.logs", run_cols=["model"],
                    slate_propensity_col="slate_propensity", cascade_propensity_col="cascade_propensity"),
 }
 

@@ -249,7 +249,7 @@ def test_off_policy_estimators(engine):
 
 
 def test_slate_off_policy_estimators(engine):
-    """The slate estimators (docs/guide/logs.md, "Slates") give DuckDB's numbers (themselves checked against obp,
+    """The slate estimators (docs/guide/logs.md, "Slates") and pbm_ips give DuckDB's numbers (themselves checked against obp,
     the hand-worked cases and the reference): per user a logged slate of run a's top 4, as listed, with two
     positions swapped or reversed, two runs; one run matches no logged item (the self-normalized estimators
     NULL) and one has a position whose weights sum to 0."""
@@ -269,7 +269,8 @@ def test_slate_off_policy_estimators(engine):
                   "slate_p": 0.01 + 0.01 * (user % 4), "cascade_p": 0.5 / k, "reward": float(item % 2)}
                  for k, item in enumerate(slate, start=1)]
     logs = pd.DataFrame(rows)
-    asked = ["slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"]
+    asked = ["slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips", "pbm_ips",
+             "pbm_ips(examination=1 / rank, logging=ranking)"]
     columns = dict(slate_propensity_col="slate_p", cascade_propensity_col="cascade_p")
     got = recsql.evaluate(engine.load(recs), None, asked, con=engine.con, run_cols=["model"], logs=engine.load(logs),
                           **columns)

@@ -5,7 +5,8 @@ its scores, given as the recs' scores: target=scores), every estimator with and 
 slate estimators equal obp's SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS and their
 self-normalized forms on its SyntheticSlateBanditDataset (five seeds, sizes, slate lengths and reward
 structures), a deterministic target ranking given as a list; where a position's weights sum to 0, obp's
-self-normalized ones are NaN and recsql's add 0 for it, as documented.
+self-normalized ones are NaN and recsql's add 0 for it, as documented. obp has no position-based-model
+estimator: pbm_ips is checked against the true value of obp's data with the position-based click model.
 
 obp runs once, in its own virtual environment (``RECSQL_OBP_VENV``, default ``~/.cache/recsql-obp``,
 installed by ``.ci/engines.sh`` from ``.ci/obp-requirements.txt``: obp declares Python < 3.11 and pins
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from support.reference_logs import estimate
+from support.reference_logs import estimate, lists_of, pbm_terms
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("RECSQL_OBP_VENV", Path.home() / ".cache" / "recsql-obp"))
@@ -87,3 +89,33 @@ def test_a_position_whose_weights_sum_to_0_adds_0_where_obp_gives_nan(obp_cases)
         assert math.isnan(obp[metric]), (metric, obp[metric])
         want = estimate(metric, {}, recs.to_dict("records"), rows)
         assert math.isclose(want, by_hand, rel_tol=1e-12) and math.isclose(got[metric], want, rel_tol=1e-9), metric
+
+
+EXAMINATION = {1.0: "1 / rank", 0.5: "1 / SQRT(rank)", 2.0: "1 / (rank * rank)"}  # obp's (1/k)^eta, as recsql writes it
+
+
+def test_pbm_ips_is_unbiased_on_obps_position_based_slates(obp_cases):
+    """obp has no position-based-model estimator; its SyntheticSlateBanditDataset has the model (click_model="pbm":
+    the expected reward of an item at position k is (1/k)^eta times the item's own) and gives the target's true value
+    on the logged contexts. pbm_ips, with the examination estimated from the logs and with obp's (1/k)^eta given, lies
+    within 4 standard errors of it (the standard error of the mean of the slates' terms) on three seeds, slate lengths
+    and position curves. The same estimate with logging=ranking, which reads the logged ranking as a deterministic
+    ranker's, is off by more than 4 standard errors on this randomized logging: the check can tell them apart."""
+    out = obp_cases[0]
+    cases = json.loads((out / "pbm_cases.json").read_text(encoding="utf-8"))
+    assert len(cases) == 3
+    for case in cases:
+        folder = out / "pbm" / case["case"]
+        logs, recs = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs"))
+        given = EXAMINATION[case["eta"]]
+        asked = {"pbm_ips": {"examination": "logs", "logging": "randomized"},
+                 f"pbm_ips(examination={given})": {"examination": given, "logging": "randomized"},
+                 f"pbm_ips(examination={given}, logging=ranking)": {"examination": given, "logging": "ranking"}}
+        got = recsql.evaluate(recs, None, list(asked), logs=logs).summary.iloc[0]
+        lists = lists_of(recs.to_dict("records"), use_rank=False)
+        for metric, options in asked.items():
+            terms = list(pbm_terms(options, lists, logs.to_dict("records")).values())
+            error = statistics.stdev(terms) / math.sqrt(len(terms))
+            assert math.isclose(got[metric], sum(terms) / len(terms), rel_tol=1e-9), metric  # the reference's value
+            off = abs(got[metric] - case["truth"]) / error
+            assert (off > 4) if options["logging"] == "ranking" else (off < 4), (case["case"], metric, off)

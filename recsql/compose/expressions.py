@@ -11,6 +11,7 @@ from sqlglot import exp
 from ..discounts import discount_expression, gains
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
+from ..specs import DISCOUNT_PRESETS
 from ..trees import parse
 from .exposure import expand_sums, ranked_sums
 from .rewrite import fold_constants, substitute
@@ -48,8 +49,11 @@ def metric_expression(metric: Metric, context: dict[str, str] | None = None,
             fname = node.name.lower()
             if fname == "gain":
                 return _wrap(gains()[options["gain"]].copy())
-            if fname == "discount":
-                return _wrap(discount_expression(options["discount"], node.expressions[0]))
+            if fname in params and params[fname].kind == "discount":  # DISCOUNT(x), EXAMINATION(x): the option's
+                value = options[fname]  # discount at x; NULL for the word a discount option takes besides (`logs`)
+                if value not in DISCOUNT_PRESETS and value in params[fname].choices:
+                    return exp.null()
+                return _wrap(discount_expression(value, node.expressions[0]))
             if fname in registry():
                 inner = registry()[fname]
                 inherited = {p: v for p, v in options.items() if p in inner.params}

@@ -69,7 +69,8 @@ _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "
           "feature_vectors": ("pair_rows", {"na", "nb", "d"}),
           # the logged impressions' joins, each read by the estimators of one target or of the reward model
           "log_list": ("log_rows", {"s"}), "log_scores": ("log_rows", {"c"}), "log_factual": ("log_rows", {"qf"}),
-          "log_model_list": ("log_rows", {"a", "qa"}), "log_model_scores": ("log_rows", {"p"})}
+          "log_model_list": ("log_rows", {"a", "qa"}), "log_model_scores": ("log_rows", {"p"}),
+          "log_pbm": ("log_rows", {"ex", "ep"})}
 
 
 # Columns (CTE, column, type) replaced by a typed NULL when the feature is off (None: the order's type).

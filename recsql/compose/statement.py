@@ -193,6 +193,13 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
         raise RecsqlError(f"metric {str(slates)!r} reads each logged slate's positions, and these logs have no position "
                           "column: pass position_col='<column>' (1 is the first slot), or use the estimators of one "
                           "slot (ips, snips, ...)")
+    guessed = next((m for m in logged if m.all_options().get("logging") == "ranking"
+                    and m.all_options().get("examination") == "logs"), None)
+    if guessed is not None:
+        raise RecsqlError(f"metric {str(guessed)!r} would estimate the examination probabilities from the logs, which "
+                          "only randomized logging allows (a fixed ranking puts the better items higher, so the "
+                          "rewards by position mix position with relevance): give them, e.g. "
+                          "pbm_ips(logging=ranking, examination=1 / rank), or use logging=randomized")
     if plan.segment_cols or plan.sampled:
         raise RecsqlError(f"metric {str(logged[0])!r} with {'segments' if plan.segment_cols else 'sample_col'} is not "
                           "supported yet: evaluate the off-policy estimators without them")

@@ -25,6 +25,8 @@ their self-normalized forms (SelfNormalizedSlateStandardIPS, SelfNormalizedSlate
 SelfNormalizedSlateRewardInteractionIPS). OUT_DIR/zero_position/{logs,recs}.parquet and
 OUT_DIR/zero_position.json: two slates with a position that no target matches, where obp's self-normalized
 independent and reward-interaction estimates are NaN (recsql's add 0 for that position: docs/guide/logs.md).
+OUT_DIR/pbm/<case>/{logs,recs}.parquet and OUT_DIR/pbm_cases.json: slates of the position-based click model and
+obp's ground-truth value of the target (pbm_case).
 """
 from __future__ import annotations
 
@@ -191,11 +193,43 @@ def zero_position_case(out: Path) -> dict:
                     evaluation_policy_pscore_cascade=pe_cascade))}
 
 
+# (seed, n_rounds, n_unique_action, len_list, eta): data of the position-based click model
+PBM_CASES = ((5, 4000, 5, 3, 1.0), (8, 3000, 5, 4, 0.5), (13, 3000, 4, 3, 2.0))
+
+
+def pbm_case(seed: int, n_rounds: int, n_items: int, len_list: int, eta: float, out: Path) -> dict:
+    """Slates whose rewards follow the position-based model (click_model="pbm": the expected reward of item a at
+    position k is (1/k)^eta q(x, a), reward_structure="independent") under a Plackett-Luce logging policy, a
+    target ranking per context drawn independently of the logs (a target read from the logged slates, as
+    slate_case's, would make no estimator unbiased), and obp's ground-truth value of the target on the logged contexts
+    (calc_ground_truth_policy_value: the expected reward of its slate, exactly, by enumeration). obp has no
+    PBM estimator: the test checks recsql's pbm_ips against this truth within its standard error."""
+    data = SyntheticSlateBanditDataset(n_unique_action=n_items, len_list=len_list, dim_context=3, reward_type="binary",
+                                       reward_structure="independent", click_model="pbm", eta=eta, random_state=seed,
+                                       base_reward_function=logistic_reward_function,
+                                       behavior_policy_function=linear_behavior_policy_logit)
+    feedback = data.obtain_batch_bandit_feedback(n_rounds=n_rounds, return_pscore_item_position=True)
+    rng = np.random.default_rng(seed + 3000)  # a random ranking per context, as logits 1000 apart
+    logits = np.stack([1000.0 * (n_items - rng.permutation(n_items)) for _ in range(n_rounds)])
+    truth = data.calc_ground_truth_policy_value(evaluation_policy_logit_=logits, context=feedback["context"])
+    folder = out / "pbm" / f"seed{seed}_n{n_rounds}_a{n_items}_l{len_list}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"user_id": feedback["slate_id"].astype("int64"), "item_id": feedback["action"].astype("int64"),
+                  "position": feedback["position"].astype("int64") + 1,
+                  "propensity": feedback["pscore_item_position"].astype("float64"),
+                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    pd.DataFrame({"user_id": np.repeat(np.arange(n_rounds), n_items), "item_id": np.tile(np.arange(n_items), n_rounds),
+                  "score": logits.reshape(-1) / 1000.0}).to_parquet(folder / "recs.parquet")
+    return {"case": folder.name, "eta": eta, "truth": float(truth)}
+
+
 def main(out: Path) -> None:
     cases = [case(seed, target, out) for seed in SEEDS for target in ("list", "scores")]
     (out / "cases.json").write_text(json.dumps(cases, indent=1), encoding="utf-8")
     slates = [slate_case(*spec, out) for spec in SLATE_CASES]
     (out / "slate_cases.json").write_text(json.dumps(slates, indent=1), encoding="utf-8")
+    (out / "pbm_cases.json").write_text(json.dumps([pbm_case(*spec, out) for spec in PBM_CASES], indent=1),
+                                        encoding="utf-8")
     (out / "zero_position.json").write_text(json.dumps(zero_position_case(out)), encoding="utf-8")  # NaN as NaN
 
 

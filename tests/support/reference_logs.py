@@ -24,8 +24,18 @@ slate_sniips and slate_snrips divide each row's weighted reward of slate_iips an
 weight of the rows at its position (obp's SelfNormalizedSlateIndependentIPS and
 SelfNormalizedSlateRewardInteractionIPS); a position whose weights sum to 0 adds 0, and the estimate is None
 when every row's weight is 0.
+
+pbm_ips (position-based model IPS) averages over the slates Σ_rows r · θ(k_e) / (θ(k) · m), k the row's logged
+position, k_e the position of the row's item in the user's list (the row adds 0 where the list does not hold the
+item within 1..K, K the slate's deepest logged position, or where r = 0), m = K · propensity (logging =
+randomized) or 1 (logging = ranking). θ: examination = a discount of the position (given: log2, jarvelin, an
+arithmetic expression in rank, or a Python function), or "logs": θ(k) =
+Σ r / propensity over every logged row at position k. None where a counted row has θ(k) <= 0 or θ(k_e) < 0 or
+no θ(k_e) (estimated, no logged row at k_e).
 """
 from __future__ import annotations
+
+import math
 
 DEFAULTS = {
     "ips": {"target": "list", "cap": None},
@@ -41,12 +51,13 @@ DEFAULTS = {
     "slate_snips": {},
     "slate_sniips": {},
     "slate_snrips": {},
+    "pbm_ips": {"examination": "logs", "logging": "randomized"},
 }
 SLATES = {"slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"}
 NEEDS_MODEL = {"dm", "dr", "switch_dr"}
 
 
-def _lists(recs, use_rank):
+def lists_of(recs, use_rank):
     by_user = {}
     for row in recs:
         by_user.setdefault(row["user_id"], []).append(row)
@@ -64,7 +75,7 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
     opts = {"target": "list", **DEFAULTS[name], **(options or {})}  # the slate estimators' target: the list
     if name in NEEDS_MODEL and reward_model is None:
         raise ValueError(f"{name} needs a reward model")
-    lists = _lists(recs, use_rank)
+    lists = lists_of(recs, use_rank)
     scores = {(r["user_id"], r["item_id"]): r["score"] for r in recs} if not use_rank else {}
     q = {(r["user_id"], r["item_id"]): r["reward"] for r in reward_model or []}
 
@@ -89,6 +100,9 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
         return None
     if name in SLATES:
         return _slate_estimate(name, logs, pi_e)
+    if name == "pbm_ips":
+        terms = pbm_terms(opts, lists, logs)
+        return None if terms is None else sum(terms.values()) / len(terms)
     w = [pi_e(row) / row["propensity"] for row in logs]
     r = [row["reward"] for row in logs]
     if name == "ips":
@@ -147,3 +161,41 @@ def _slate_estimate(name, logs, pi_e):
         return sum(weight * reward / mean[position] for position, weight, reward in weighted
                    if mean[position] != 0) / len(slates)
     return sum(weight * reward for _, weight, reward in weighted) / len(slates)
+
+
+def pbm_terms(opts, lists, logs):
+    """pbm_ips' term of each slate (user -> Σ over its rows), None where one is undefined (module docstring)."""
+    if opts["examination"] == "logs":
+        sums = {}
+        for row in logs:
+            sums[row["position"]] = sums.get(row["position"], 0.0) + row["reward"] / row["propensity"]
+        theta = sums.get
+    else:
+        theta = _examination(opts["examination"])
+    depth = {}
+    for row in logs:
+        depth[row["user_id"]] = max(depth.get(row["user_id"], 0), row["position"])
+    terms = {user: 0.0 for user in depth}
+    for row in logs:
+        user, ranked = row["user_id"], lists.get(row["user_id"], [])
+        at = ranked.index(row["item_id"]) + 1 if row["item_id"] in ranked else None
+        if row["reward"] == 0 or at is None or at > depth[user]:
+            continue
+        logged, listed = theta(row["position"]), theta(at)
+        if logged is None or logged <= 0 or listed is None or listed < 0:
+            return None
+        share = depth[user] * row["propensity"] if opts["logging"] == "randomized" else 1.0
+        terms[user] += row["reward"] * listed / (logged * share)
+    return terms
+
+
+def _examination(given):
+    """θ(k) of a given examination: a named discount, an arithmetic expression in ``rank`` (as the metric's
+    option is written, e.g. ``1 / rank``) or a Python function."""
+    if callable(given):
+        return given
+    named = {"log2": lambda k: 1.0 / math.log2(k + 1), "jarvelin": lambda k: 1.0 / max(1.0, math.log2(k))}
+    if given in named:
+        return named[given]
+    functions = {"SQRT": math.sqrt, "POWER": math.pow, "LN": math.log, "EXP": math.exp}
+    return lambda k: float(eval(given, {"__builtins__": {}}, {"rank": float(k), **functions}))  # test inputs only
