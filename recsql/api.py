@@ -9,10 +9,11 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
+from sqlglot import exp
 
 from .comparison_settings import Settings
 from .comparison_sql import statement_for
-from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, population_counts
+from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, logs_in, population_counts
 from .compose.checks import LOGS_ROWS
 from .database import shared
 from .dialects import dialect as get_dialect
@@ -23,8 +24,9 @@ from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
 from .inputs import Inputs, metrics_first, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
-from .plans import build_plan
+from .plans import build_plan, checked_logs_run_cols
 from .request import bound, checked_request
+from .run_labels import plain
 from .sources import bind
 from .statements import finalize_sql, statement_sql
 from .weights_warning import MIN_ESS_SHARE, checked_share, diagnostics, warn_weights
@@ -135,7 +137,11 @@ def evaluate(
             found = {name: int(value or 0) for name, value in records(checks)[0].items()}
         refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]
-    warn_weights(summary, computed, found.get(LOGS_ROWS, 0), share, [c for c in summary.columns][:len(plan.run_cols)])
+        logged = found.get(LOGS_ROWS, 0)
+        if plan.logs_run_cols and computed != parsed:  # logs per run: each run's n, for its warning
+            logged = _logged_per_run(runner, plan)
+    warn_weights(summary, computed, logged, share, [c for c in summary.columns][:len(plan.run_cols)],
+                 [c for c in summary.columns[:len(plan.run_cols)] if c in plan.logs_run_cols])
     summary = summary.drop(columns=[m.column for m in computed[len(parsed):]])
     counted = population_counts(plan, parsed)
     truth_counts = [name for name, _, kind in counted if kind == "truth"]
@@ -198,6 +204,15 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
     return per_user, summary, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 
+def _logged_per_run(runner: Any, plan: Plan) -> dict[tuple, int]:
+    """With logs per run, the logged impressions by the values of the logs' run keys (as plain values)."""
+    keys = [r for c, r in zip(plan.run_cols, internal_runs(plan)) if c in plan.logs_run_cols]
+    query = exp.select(*keys, exp.alias_(exp.Count(this=exp.Star()), "n")).from_(logs_in(plan).subquery("l")) \
+        .group_by(*keys)
+    return {tuple(plain(v) for v in row[:-1]): int(row[-1])
+            for row in runner.fetch_rows(render(query, runner.dialect, pretty=False))}
+
+
 @metrics_first
 @suggest_keywords
 def to_sql(
@@ -224,6 +239,7 @@ def to_sql(
     price_col: str = "price",
     run_cols: Iterable[str] | str | None = (),
     truth_has_run_cols: bool = False,
+    logs_run_cols: Iterable[str] | str = (),
     text_ids: Iterable[str] = (),
     order_type: str = "DOUBLE",
     threshold: float | None = None,
@@ -304,6 +320,7 @@ def to_sql(
     if not isinstance(order_type, str) or not ORDER_TYPES.fullmatch(order_type.strip()):
         raise RecsqlError(f"order_type={order_type!r} is not valid; choose DOUBLE, BIGINT or DECIMAL(38, <scale>)")
     plan = build_plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
+                      logs_run_cols=checked_logs_run_cols(logs_run_cols, cols, relations.get("logs") is not None),
                       text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
                       expected_ord_type=order_type.strip().upper())
     if compare is not None:  # the statistics of recsql.compare over the per-user query (docs/guide/compare.md)

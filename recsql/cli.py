@@ -83,7 +83,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from . import api
     print(api.to_sql(args.recs, args.truth, args.metrics, output=args.output, **side_kwargs(args),
                      dialect=args.dialect, text_ids=args.text_ids,
-                     truth_has_run_cols=args.truth_has_run_cols, **segment_kwargs(args), **column_kwargs(args)))
+                     truth_has_run_cols=args.truth_has_run_cols, logs_run_cols=args.logs_run_cols,
+                     **segment_kwargs(args), **column_kwargs(args)))
     return 0
 
 
@@ -161,6 +162,7 @@ def add_sql(sub: argparse._SubParsersAction) -> None:
     sq.add_argument("--dialect", default="duckdb", help=f"target SQL dialect: {', '.join(sorted(DIALECTS))} (default duckdb)")
     add_option(sq, "text_ids")
     add_option(sq, "truth_has_run_cols")
+    add_option(sq, "logs_run_cols")
     add_segments(sq, "segments table name or path (user column and segment columns, one row per user); name its "
                      "segment columns with --segment-col")
     add_segment_col(sq, "a segment column of --segments (required with it); repeat for several")

@@ -42,11 +42,7 @@ def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
     for i, m in enumerate(metrics):
         if m.spec.population != "global":
             continue
-        if m.spec.family == "off_policy":  # resampled over the logged contexts: recsql/comparison_logged.py
-            if "log_slates" in m.spec.features(m.all_options()):
-                raise RecsqlError(f"compare: metric {str(m)!r} is a slate estimator, and compare does not resample "
-                                  f"slates yet (its resampled logs repeat a context's rows, which a slate estimator "
-                                  f"would read as one slate); evaluate computes it, compare cannot", metric=str(m))
+        if m.spec.family == "off_policy":  # resampled over the logged contexts (slates too): recsql/comparison_logged.py
             found[i] = m
             continue
         reason = resampling_refusal(m.name)

@@ -1,10 +1,12 @@
 """The off-policy estimators in :func:`recsql.compare` (``family: off_policy``: ips, snips, dm, dr, switch_dr, ess,
-max_weight; docs/guide/logs.md), recomputed by their own templates over resampled traffic.
+max_weight, the slate estimators and pbm_ips; docs/guide/logs.md), recomputed by their own templates over resampled
+traffic.
 
 An estimator is one number per run, a sum over the logged impressions; its bootstrap unit is the logged
 context (the logs' user, the recs' user). ``sql/_compare_logged.sql`` writes, for each resample and each
 randomized side, the logs with each context's impressions repeated its Poisson weight times (every sum of the
-estimator, numerator and denominator, counts them that often) and the lists of the contexts drawn; the
+estimator, numerator and denominator, counts them that often; each copy numbered, a slate of its own for the slate
+estimators) and the lists of the contexts drawn; the
 composer evaluates them as runs keyed (run, baseline, resample, side) with logs that carry the run key
 (``Plan.logs_has_runs``), so the estimator's own template gives each value: no second formula. The values go
 through ``sql/_compare_weighted_stats.sql`` (its relations renamed ``cmp_logged_*``) into the rows the global
@@ -52,13 +54,15 @@ def plan_for(plan: Plan) -> Plan:
     recs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id",
                       exp.alias_(exp.Neg(this=exp.column("ord")), SCORE_COL)).from_("cmp_orecs").subquery("cmp_orecs")
     logs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id", "position", "propensity",
-                      "reward").from_("cmp_ologs").subquery("cmp_ologs")
+                      "reward", "slate_propensity", "cascade_propensity", "copy").from_("cmp_ologs").subquery("cmp_ologs")
     model = exp.select("user_id", "item_id", "reward").from_("cmp_model").subquery("cmp_model") \
         if plan.reward_model is not None else None
     return dataclasses.replace(
         plan, recs=recs, truth=None, run_cols=(RUN_COL,), truth_has_runs=False, user_col="user_id", item_col="item_id",
-        score_col=SCORE_COL, rank_col=None, relevance_col=None, logs=logs, logs_has_runs=True, reward_model=model,
+        score_col=SCORE_COL, rank_col=None, relevance_col=None, logs=logs, logs_has_runs=True, logs_run_cols=(), reward_model=model,
         position_col="position", propensity_col="propensity", reward_col="reward", model_reward_col="reward",
+        slate_propensity_col="slate_propensity" if plan.slate_propensity_col else None,
+        cascade_propensity_col="cascade_propensity" if plan.cascade_propensity_col else None, logs_copy_col="copy",
         items=None, interactions=None, catalog=None, expected_recs=None, item_features=None, intents=None,
         topk=None, duplicates="error", id_casts={}, text_ids=frozenset(plan.text_ids) & {"user_id", "item_id"},
         sample_col=None, sampled=False, segments=None, segment_cols=(), inline=(), weight_col=None)

@@ -342,6 +342,12 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     recomputed, estimators = weighted(kinds_global), logged(kinds_global)
     refuse_unsupported(metrics, sorted(recomputed + estimators), segments is not None, plan.truth_has_runs,
                        plan.dialect)
+    if estimators and plan.logs_run_cols:
+        first = metrics[estimators[0]]
+        raise RecsqlError(f"compare: metric {str(first)!r} is estimated on logs per run (logs with the run column(s) "
+                          f"{', '.join(map(repr, plan.logs_run_cols))}), and compare resamples the logged contexts that "
+                          f"the runs it compares share; compare the runs of one {plan.logs_run_cols[0]!r} at a time "
+                          f"(a filter of recs and logs), whose logs are then shared", metric=str(first))
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
     catalog = any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions)

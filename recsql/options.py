@@ -149,6 +149,8 @@ SHARED: tuple[Option, ...] = (
            "needs one); repeatable", "render", {"action": "append", "default": []}),
     Option("--truth-has-run-cols", "truth_has_run_cols", "truth_has_run_cols", "truth carries the run key columns "
            "too", "render", {"action": "store_true", "default": False}),
+    Option("--logs-run-col", "logs_run_cols", "logs_run_cols", "a run column the logs carry too: each run is estimated "
+           "on the logs of its value (logs per run); repeatable", "render", {"action": "append", "default": []}),
 )
 
 

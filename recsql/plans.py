@@ -27,6 +27,20 @@ EXTRA_INPUTS = ROLES[2:]
 _ITEM_NEEDS = {"price": "price_col", "probability": "probability_col", "category": "category_col", "head": "head_col"}
 
 
+def checked_logs_run_cols(given: Any, cols: dict[str, Any], has_logs: bool, where: str = "") -> tuple[str, ...]:
+    """to_sql's and dbt's ``logs_run_cols`` (they read no table, so they are told which run columns the logs
+    carry): run columns, with logs given; refused otherwise, naming the run columns."""
+    names = (given,) if isinstance(given, str) else tuple(given or ())
+    wrong = [c for c in names if c not in cols["run_cols"]]
+    if wrong:
+        raise RecsqlError(f"{where}logs_run_cols: {wrong[0]!r} is not a run column; name some of run_cols "
+                          f"({', '.join(map(repr, cols['run_cols'])) or 'none given'}), the columns the logs carry too")
+    if names and not has_logs:
+        raise RecsqlError(f"{where}logs_run_cols names run columns of logs, which were not given: pass logs= or "
+                          "leave logs_run_cols out")
+    return names
+
+
 def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any], target: str, **resolved: Any) -> Plan:
     """The composer's plan from the bound relations and the user's options (``resolved`` overrides
     columns found by validation)."""
@@ -104,6 +118,8 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
     runs = tuple(resolve_column(recs, c, "run_cols") for c in cols["run_cols"])
     sample = resolve_column(recs, cols["sample_col"], "sample_col") if cols["sample_col"] else None
     truth_has = [c for c in runs if truth is not None and c.lower() in {t.lower() for t in truth.columns}]
+    # logs per run (docs/guide/logs.md, "Logs per run"): the run columns the logs carry, each run estimated on its rows
+    logs_has = tuple(c for c in runs if "logs" in sources and c.lower() in {t.lower() for t in sources["logs"].columns})
     needs = set().union(*(m.spec.requires(m.all_options()) for m in metrics))
     item_columns = {}
     if "items" in sources:
@@ -154,6 +170,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
                       user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
                       rank_col=order if cols["rank_col"] else None, relevance_col=relevance,
                       run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
+                      logs_run_cols=logs_has,
                       sample_col=sample,
                       **item_columns, **segmented)
 

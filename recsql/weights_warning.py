@@ -84,23 +84,29 @@ def diagnostics(metrics: Sequence[Metric], share: float) -> list[Metric]:
     return [_ess(t) for t in _estimators(metrics) if _ess(t) not in metrics]
 
 
-def warn_weights(summary: Any, metrics: Sequence[Metric], n: int, share: float, run_cols: Sequence[str]) -> None:
+def warn_weights(summary: Any, metrics: Sequence[Metric], n: int | dict[tuple, int], share: float,
+                 run_cols: Sequence[str], logs_run_cols: Sequence[str] = ()) -> None:
     """A :class:`RecsqlWarning` per run and target of ``summary`` (every metric of ``metrics``, the
-    :func:`diagnostics` too, one column each) whose ESS is below ``share`` · ``n``."""
+    :func:`diagnostics` too, one column each) whose ESS is below ``share`` · ``n``: the logged impressions, or
+    with logs per run, the impressions of the run's own logs (``n`` by the values of ``logs_run_cols``; a run
+    without logs is not warned about: its estimates are NULL)."""
     if not share or not n:
         return
     columns = {m: m.column for m in metrics}
     for target, estimators in _estimators(metrics).items():
         column = next(c for m, c in columns.items() if m == _ess(target))
         for _, row in summary.iterrows():
+            logged = n.get(tuple(plain(row[c]) for c in logs_run_cols), 0) if isinstance(n, dict) else n
+            if not logged:
+                continue
             value = row[column]
             ess = 0.0 if value is None or value != value else float(value)
-            if ess >= share * n:
+            if ess >= share * logged:
                 continue
             values = [plain(row[c]) for c in run_cols]
             run = (f"run {label(values, run_cols) if len(run_cols) > 1 else values[0]!r}: " if run_cols else "")
             warnings.warn(f"{run}the effective sample size of the importance weights (target={target}) is "
-                          f"{ess:.4g}, below {share:g} of the n = {n} logged impressions: "
+                          f"{ess:.4g}, below {share:g} of the n = {logged} logged impressions: "
                           f"the estimates {', '.join(m.column for m in estimators)} rest on a few impressions (the new "
                           f"policy mostly shows what the logging policy rarely did), and are noisy whatever their "
                           f"formula; min_ess_share (CLI: --min-ess-share) sets the threshold, 0 turns this off",

@@ -1,6 +1,6 @@
 -- The resampled traffic through which recsql.compare recomputes an off-policy estimator by its own template (README,
--- "Comparing runs"; docs/guide/logs.md): ips, snips, dm, dr, switch_dr, ess, max_weight (family: off_policy;
--- recsql/comparison_logged.py).
+-- "Comparing runs"; docs/guide/logs.md): ips, snips, dm, dr, switch_dr, ess, max_weight, the slate estimators and
+-- pbm_ips (family: off_policy; recsql/comparison_logged.py).
 --
 -- formula: the resampling unit is the logged context (the logs' user), shared by every run: each (run, baseline,
 --   resample, side) is one more run of an evaluation whose logs carry its key, cmp_key as in sql/_compare_weighted.sql
@@ -9,7 +9,8 @@
 --     (sql/_compare_draws.sql; resample 0: every w_x = 1, the observed estimate), beside the run's lists of the
 --     contexts drawn (w_x > 0). Every sum of an estimator over the impressions (n, Σ w, Σ w², Σ w r, Σ q̂, ...) so
 --     counts each of x's impressions w_x times, and its value is the estimator on the reweighted traffic; a
---     context drawn 0 times is not in the resample;
+--     context drawn 0 times is not in the resample. Each copy is numbered (copy 1..w_x), and a slate estimator
+--     reads each copy as a slate of its own (the stage's slate windows are per copy: Plan.logs_copy_col);
 --   sides 1 and 2 of a pair (run, baseline), resample b ≥ 1: every impression once; side 1 holds the run's list of
 --     each context whose sign s_x (stream 2) is +1 and the baseline's of each whose sign is −1, side 2 the others.
 --   The runs of a pair are estimated on the same logs, so the pair is paired by context: its bootstrap difference
@@ -24,7 +25,8 @@
 -- cmp_draws, cmp_resamples, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_global_units,
 -- cmp_logged_metrics(metric).
 -- Output: cmp_orecs(cmp_key, user_id, item_id, ord), cmp_ologs(cmp_key, user_id, item_id, position, propensity,
--- reward), cmp_logged_run_users(run, segment, w1), cmp_global_logged_users(run, baseline, metric, n). Compared without
+-- reward, slate_propensity, cascade_propensity, copy: which of the context's w_x copies the row is, each copy its own
+-- slate for the slate estimators), cmp_logged_run_users(run, segment, w1), cmp_global_logged_users(run, baseline, metric, n). Compared without
 -- segments only (evaluate computes no estimator within segments): every unit is in the one segment 0.
 WITH
 cmp_logged_draws AS (
@@ -61,7 +63,8 @@ cmp_orecs AS (
 cmp_ologs AS (
     SELECT CAST((u.unit * ($resamples + 1) + d.resample) * 4 + 3 AS BIGINT) AS cmp_key,
         l.user_id AS user_id, l.item_id AS item_id, l.position AS position, l.propensity AS propensity,
-        l.reward AS reward
+        l.reward AS reward, l.slate_propensity AS slate_propensity, l.cascade_propensity AS cascade_propensity,
+        k.n_copy AS copy
     FROM logs_in AS l
     JOIN cmp_contexts AS c ON l.user_id = c.user_id
     JOIN cmp_logged_draws AS d ON c.user_idx = d.user_idx
@@ -70,7 +73,8 @@ cmp_ologs AS (
     UNION ALL
     SELECT CAST((u.unit * ($resamples + 1) + r.resample) * 4 + s.side AS BIGINT) AS cmp_key,
         l.user_id AS user_id, l.item_id AS item_id, l.position AS position, l.propensity AS propensity,
-        l.reward AS reward
+        l.reward AS reward, l.slate_propensity AS slate_propensity, l.cascade_propensity AS cascade_propensity,
+        CAST(1 AS BIGINT) AS copy
     FROM logs_in AS l
     CROSS JOIN cmp_resamples AS r
     CROSS JOIN (SELECT 1 AS side UNION ALL SELECT 2 AS side) AS s

@@ -710,7 +710,7 @@ def exposure_runs(draw):
 WEIGHTED = {"exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "pop_rsp", "pop_reo"}
 # The off-policy estimators are global too, recomputed over resampled logs (tests/test_compare_logged.py)
 OFF_POLICY = frozenset(name for name, spec in registry().items() if spec.family == "off_policy")
-SLATES = frozenset(name for name in OFF_POLICY if "log_slates" in registry()[name].features({}))  # refused
+SLATES = frozenset(name for name in OFF_POLICY if "log_slates" in registry()[name].features({}))
 GLOBAL = tuple(name for name, spec in registry().items()
                if spec.population == "global" and name not in WEIGHTED and name not in OFF_POLICY)
 
@@ -733,15 +733,19 @@ def test_every_global_metric_of_the_registry_has_a_resampled_form():
 
 
 @pytest.mark.parametrize("name", sorted(SLATES))
-def test_compare_refuses_the_slate_estimators(name):
-    """A resample repeats a context's logged rows, which a slate estimator would read as one slate."""
-    recs = pd.DataFrame({"model": ["a", "a", "b", "b"], "user_id": [1, 1, 1, 1], "item_id": [1, 2, 2, 1],
-                         "score": [2.0, 1.0, 2.0, 1.0]})
-    logs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "position": [1, 2], "propensity": [0.5, 0.5],
-                         "reward": [1.0, 0.0], "slate_p": [0.25, 0.25], "cascade_p": [0.5, 0.25]})
-    with pytest.raises(recsql.RecsqlError, match=f"'{name}' is a slate estimator, and compare does not resample"):
-        recsql.compare(recs, None, [name], logs=logs, slate_propensity_col="slate_p", cascade_propensity_col="cascade_p",
-                       run_cols="model")
+def test_compare_resamples_the_slate_estimators(name):
+    """A resampled context drawn w times is w slates (its numbers: tests/test_compare_logged.py); the observed
+    value is evaluate's."""
+    recs = pd.DataFrame({"model": ["a", "a", "b", "b"] * 2, "user_id": [1, 1, 1, 1, 2, 2, 2, 2],
+                         "item_id": [1, 2, 2, 1] * 2, "score": [2.0, 1.0, 2.0, 1.0] * 2})
+    logs = pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [1, 2, 2, 1], "position": [1, 2, 1, 2],
+                         "propensity": [0.5, 0.5, 0.5, 0.5], "reward": [1.0, 0.0, 1.0, 1.0], "slate_p": [0.25] * 4,
+                         "cascade_p": [0.5, 0.25] * 2})
+    columns = dict(logs=logs, slate_propensity_col="slate_p", cascade_propensity_col="cascade_p", run_cols="model")
+    result = recsql.compare(recs, None, [name], resamples=20, **columns)
+    evaluated = recsql.evaluate(recs, None, [name], **columns).summary.set_index("model")[name]
+    assert result.runs.set_index("run")["mean"].to_dict() == pytest.approx(evaluated.to_dict(), nan_ok=True)
+    assert list(result.tests["metric"]) == [name]
 
 
 @pytest.mark.parametrize("name", sorted(OFF_POLICY - SLATES))
@@ -962,9 +966,9 @@ def test_the_engines_without_the_weighted_evaluation_refuse_it_by_name(name):
 
 @pytest.mark.parametrize("name", WEIGHTED_ENGINES)
 def test_every_engine_gives_the_same_numbers_for_the_off_policy_estimators(name):
-    """The off-policy estimators recomputed over resampled logs (with a per-user metric beside them), text ids,
-    a logged context without a list, three runs every pair: the same numbers as DuckDB's, themselves the
-    reference's (tests/test_compare_logged.py)."""
+    """The off-policy estimators recomputed over resampled logs (with a per-user metric beside them), two slate
+    estimators (a resampled context's copies each a slate), text ids, a logged context without a list, three runs
+    every pair: the same numbers as DuckDB's, themselves the reference's (tests/test_compare_logged.py)."""
     with ExitStack() as stack:
         _logged_on(start(name, stack))
 
@@ -978,7 +982,8 @@ def _logged_on(engine):
                         columns=["user_id", "item_id", "position", "propensity", "reward"]).astype({"user_id": "string"})
     model = pd.DataFrame([(f"u{u:02d}", i, float(rng.random())) for u in range(10) for i in range(8)],
                          columns=["user_id", "item_id", "reward"]).astype({"user_id": "string"})
-    metrics = ["ips", "ips(cap=2)", "snips", "dm", "dr", "switch_dr(tau=2)", "ess", "max_weight", "ndcg@3"]
+    metrics = ["ips", "ips(cap=2)", "snips", "dm", "dr", "switch_dr(tau=2)", "ess", "max_weight", "slate_iips", "pbm_ips",
+               "ndcg@3"]
     options = dict(run_cols="model", resamples=20, seed=4, tests=("t", "randomization"))
     want = recsql.compare(recs, truth, metrics, logs=logs, reward_model=model, **options)
     got = recsql.compare(engine.load(recs), engine.load(truth), metrics, logs=engine.load(logs),

@@ -26,7 +26,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore:
 # (spelling, name, options): every estimator, some under other options than their defaults
 METRICS = [("ips", "ips", {}), ("ips(cap=3)", "ips", {"cap": 3}), ("snips", "snips", {}), ("dm", "dm", {}),
            ("dr", "dr", {}), ("switch_dr(tau=3)", "switch_dr", {"tau": 3}), ("ess", "ess", {}),
-           ("max_weight", "max_weight", {}), ("ips(target=scores)", "ips", {"target": "scores"})]
+           ("max_weight", "max_weight", {}), ("ips(target=scores)", "ips", {"target": "scores"}),
+           # the slate estimators: each copy of a context drawn several times is a slate of its own
+           ("slate_ips", "slate_ips", {}), ("slate_iips", "slate_iips", {}), ("slate_rips", "slate_rips", {}),
+           ("slate_snips", "slate_snips", {}), ("slate_sniips", "slate_sniips", {}),
+           ("slate_snrips", "slate_snrips", {}), ("pbm_ips", "pbm_ips", {}),
+           ("pbm_ips(examination=1 / rank, logging=ranking)", "pbm_ips", {"examination": "1 / rank",
+                                                                         "logging": "ranking"})]
+SLATE_COLUMNS = dict(slate_propensity_col="slate_propensity", cascade_propensity_col="cascade_propensity")
 
 
 def weights_and_signs(n: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,13 +59,15 @@ def inputs(draw):
             recs += [(model, u, i, (len(items) - r) / 4) for r, i in enumerate(items)]
     logs = []
     for u in draw(st.lists(st.integers(0, n + 1), min_size=2, max_size=n + 2, unique=True)):
-        for item, position in draw(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 2)), min_size=1, max_size=3,
-                                            unique=True)):
+        joint = draw(st.sampled_from([0.05, 0.1, 0.5]))  # a slate: one item per position, one joint propensity,
+        for item, position in draw(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3)), min_size=1, max_size=3,
+                                            unique_by=lambda t: t[1])):  # cascade ones that never rise down it
             logs.append((u, item, position, draw(st.sampled_from([0.2, 0.25, 0.5, 1.0])),
-                         float(draw(st.integers(0, 2)))))
+                         float(draw(st.integers(0, 2))), joint, 0.5 ** position))
     model = [(u, i, draw(st.sampled_from([0.0, 0.3, 0.6]))) for u in range(n + 2) for i in range(4)]
     return (pd.DataFrame(recs, columns=["model", "user_id", "item_id", "score"]),
-            pd.DataFrame(logs, columns=["user_id", "item_id", "position", "propensity", "reward"]),
+            pd.DataFrame(logs, columns=["user_id", "item_id", "position", "propensity", "reward", "slate_propensity",
+                                        "cascade_propensity"]),
             pd.DataFrame(model, columns=["user_id", "item_id", "reward"]))
 
 
@@ -76,8 +85,14 @@ class Reference:
         self.model = model.to_dict("records")
 
     def value(self, name, options, recs, weights):
-        logs = [row for row in self.logs for _ in range(int(weights[self.index[row["user_id"]]]))]
-        return estimate(name, options, recs, logs, self.model)
+        """The estimator on the logs with each context's rows repeated its weight times, each copy a context of its
+        own (its list and predictions copied with it): one slate per copy."""
+        def copies(rows):
+            return [{**row, "user_id": (row["user_id"], c)} for row in rows
+                    for c in range(int(weights[self.index[row["user_id"]]]) if row["user_id"] in self.index else 0)]
+        # the run's own lists kept beside the copies (no copied context reads them): a run with lists but none drawn
+        # is estimated (0 where nothing is listed), a run without lists has no value
+        return estimate(name, options, [*copies(recs), *recs], copies(self.logs), copies(self.model))
 
     def run(self, name, options, run, weights):
         return self.value(name, options, self.recs[run], weights)
@@ -100,7 +115,8 @@ def statistics(recs, logs, model, resamples, seed) -> pd.DataFrame:
         con.register(f"{name}_frame", table)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_frame")
     sql = recsql.to_sql("recs", None, [m for m, _, _ in METRICS], run_cols="model", logs="logs",
-                        reward_model="reward_model", compare={"baseline": "A", "resamples": resamples, "seed": seed})
+                        reward_model="reward_model", compare={"baseline": "A", "resamples": resamples, "seed": seed},
+                        **SLATE_COLUMNS)
     tree = sqlglot.parse_one(sql, read="duckdb")
     final = sqlglot.parse_one("SELECT run, baseline, metric, resample, side, stat FROM cmp_global_logged")
     final.set("with_", tree.args["with_"])
@@ -148,8 +164,9 @@ def test_intervals_and_randomization_counts_are_the_references(data, seed):
     resamples = 20
     spelled = [m for m, _, _ in METRICS]
     result = recsql.compare(recs, None, spelled, run_cols="model", baseline="A", logs=logs, reward_model=model,
-                            resamples=resamples, seed=seed, ci=0.9)
-    evaluated = recsql.evaluate(recs, None, spelled, run_cols="model", logs=logs, reward_model=model).summary
+                            resamples=resamples, seed=seed, ci=0.9, **SLATE_COLUMNS)
+    evaluated = recsql.evaluate(recs, None, spelled, run_cols="model", logs=logs, reward_model=model,
+                                **SLATE_COLUMNS).summary
     ref = Reference(recs, logs, model)
     w, s = weights_and_signs(ref.n, resamples, seed)
     ones = np.ones(ref.n, dtype=int)

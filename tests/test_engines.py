@@ -280,6 +280,30 @@ def test_slate_off_policy_estimators(engine):
     assert_same(got.summary, want.summary, ["model"])
 
 
+def test_logs_per_run(engine):
+    """Logs that carry the run column (docs/guide/logs.md, "Logs per run"): each run estimated on its own rows,
+    a run without logs NULL, as DuckDB gives them (themselves the reference's: tests/test_logs_per_run.py)."""
+    data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+    recs = pd.read_parquet(data / "recs.parquet").query("user_id < 30").reset_index(drop=True)
+    recs["model"] = recs["model"].astype(str)
+    models = sorted(recs["model"].unique())
+    ranked = recs.sort_values(["model", "user_id", "score", "item_id"], ascending=[True, True, False, True])
+    rows = []
+    for (model, user), items in ranked.groupby(["model", "user_id"])["item_id"]:
+        if model == models[-1]:
+            continue  # the last run has no logs: its estimates are NULL
+        slate = list(items)[:3] if user % 2 else list(items)[1:4][::-1]
+        rows += [{"model": model, "user_id": user, "item_id": item, "position": k, "propensity": 0.2 + 0.1 * (item % 5),
+                  "reward": float((item + user) % 2)} for k, item in enumerate(slate, start=1)]
+    logs = pd.DataFrame(rows)
+    asked = ["ips", "snips", "slate_iips", "pbm_ips"]
+    got = recsql.evaluate(engine.load(recs), None, asked, con=engine.con, run_cols=["model"], logs=engine.load(logs),
+                          min_ess_share=0)
+    want = recsql.evaluate(recs, None, asked, run_cols=["model"], logs=logs, min_ess_share=0)
+    assert want.summary[asked].iloc[:-1].notna().all().all() and want.summary[asked].iloc[-1].isna().all()
+    assert_same(got.summary, want.summary, ["model"])
+
+
 def test_sampled_runs(engine):
     """A stochastic run's sampled lists (sample_col): expected exposure over the samples and a per-list or
     global metric's mean over them give DuckDB's numbers (themselves checked against the reference:

@@ -219,7 +219,8 @@ def test_entry_points_take_exactly_the_inputs_fields_with_its_defaults():
     fields = {f.name: f.default for f in dataclasses.fields(recsql.Inputs)}
     # (baseline: expected_recs' old name, accepted one release)
     own = {"evaluate": {"metrics", "con", "progress", "baseline", "min_ess_share"},
-           "to_sql": {"metrics", "dialect", "output", "truth_has_run_cols", "text_ids", "order_type", "compare", "pretty",
+           "to_sql": {"metrics", "dialect", "output", "truth_has_run_cols", "logs_run_cols", "text_ids", "order_type",
+                      "compare", "pretty",
                       "baseline"}}
     for name, extra in own.items():
         parameters = inspect.signature(getattr(recsql, name)).parameters

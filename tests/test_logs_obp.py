@@ -4,7 +4,8 @@ argmax of its scores, given to recsql as a ranked list: target=list) and a stoch
 its scores, given as the recs' scores: target=scores), every estimator with and without clipping. The
 slate estimators equal obp's SlateStandardIPS, SlateIndependentIPS and SlateRewardInteractionIPS and their
 self-normalized forms on its SyntheticSlateBanditDataset (five seeds, sizes, slate lengths and reward
-structures), a deterministic target ranking given as a list; where a position's weights sum to 0, obp's
+structures), a deterministic target ranking given as a list; the bandit estimators also equal obp's on the
+Open Bandit Dataset sample obp ships, with its logged positions; where a position's weights sum to 0, obp's
 self-normalized ones are NaN and recsql's add 0 for it, as documented. obp has no position-based-model
 estimator: pbm_ips is checked against the true value of obp's data with the position-based click model.
 
@@ -119,3 +120,22 @@ def test_pbm_ips_is_unbiased_on_obps_position_based_slates(obp_cases):
             assert math.isclose(got[metric], sum(terms) / len(terms), rel_tol=1e-9), metric  # the reference's value
             off = abs(got[metric] - case["truth"]) / error
             assert (off > 4) if options["logging"] == "ranking" else (off < 4), (case["case"], metric, off)
+
+
+def test_the_estimators_equal_obps_on_the_open_bandit_dataset_sample(obp_cases):
+    """The Open Bandit Dataset sample obp ships (ZOZOTOWN, 10,000 impressions at three positions, logged by the random
+    and the Bernoulli Thompson sampling policies): each impression its own context, a target ranking of three
+    items per impression (the list agrees with the logged item at its logged position on about half of them), and a
+    reward model the same at every position. Every bandit estimator, with the logged positions, equals obp's."""
+    out = obp_cases[0]
+    cases = json.loads((out / "obd_cases.json").read_text(encoding="utf-8"))
+    assert [c["case"] for c in cases] == ["obd_random", "obd_bts"]
+    for case in cases:
+        assert 0.4 * case["n"] < case["matched"] < 0.6 * case["n"], case
+        folder = out / case["case"]
+        logs, recs, model = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs", "reward_model"))
+        got = recsql.evaluate(recs, None, list(case["expected"]), logs=logs, reward_model=model, score_col=None,
+                              rank_col="rank", min_ess_share=0).summary.iloc[0]
+        assert len(case["expected"]) == 7
+        for metric, want in case["expected"].items():
+            assert math.isclose(got[metric], want, rel_tol=1e-9, abs_tol=1e-12), (case["case"], metric, got[metric], want)

@@ -86,9 +86,9 @@ def test_what_pbm_ips_refuses():
         recsql.evaluate(RECS, None, ["pbm_ips(examination=rank + item)"], logs=LOGS)
     with pytest.raises(recsql.RecsqlError, match=r"option logging='fixed' is not valid; choose one of randomized, ranking"):
         recsql.evaluate(RECS, None, ["pbm_ips(logging=fixed)"], logs=LOGS)
-    with pytest.raises(recsql.RecsqlError, match=r"'pbm_ips' is a slate estimator, and compare does not resample"):
-        recsql.compare(pd.concat([RECS.assign(run="a"), RECS.assign(run="b")]), None, ["pbm_ips"], logs=LOGS,
-                       run_cols="run")
+    with pytest.raises(recsql.RecsqlError, match=r"compare: metric 'pbm_ips' is estimated on logs per run"):
+        recsql.compare(pd.concat([RECS.assign(run="a"), RECS.assign(run="b")]), None, ["pbm_ips"],
+                       logs=pd.concat([LOGS.assign(run="a"), LOGS.assign(run="b")]), run_cols="run")
 
 
 def test_the_command_line(tmp_path, capsys):

@@ -214,22 +214,35 @@ def test_global_metrics_compare_recomputes_get_its_intervals():
 
 
 def test_a_global_metric_compare_refuses_is_shown_without_intervals_with_the_reason_and_the_others_compared():
-    """From logs: the slate estimator, which compare does not resample, keeps its value in the summary
-    and the reason compare gives; the bandit estimators beside it get their bootstrap intervals."""
+    """From logs, with truth per run: the estimator, which compare does not resample with truth per run, keeps its
+    value in the summary and the reason compare gives; the metric of truth beside it gets its bootstrap interval."""
     seeds = REPO / "dbt" / "integration_tests" / "seeds"
-    options = dict(run_cols="model", resamples=50, logs=str(seeds / "logs.csv"),
-                   slate_propensity_col="slate_propensity")
-    built = build_report(str(seeds / "recs.csv"), None, ["ips", "snips", "slate_ips"], **options)
+    recs = pd.read_csv(seeds / "recs.csv")
+    truth = pd.concat([pd.read_csv(seeds / "truth.csv").assign(model=m) for m in sorted(recs["model"].unique())])
+    built = build_report(recs, truth, ["ndcg@5", "ips"], run_cols="model", resamples=50, logs=str(seeds / "logs.csv"))
     data = plotted(built.html)
-    assert ("The global metric slate_ips is shown without intervals or tests: compare: metric 'slate_ips' is a "
-            "slate estimator") in html.unescape(built.html)
+    assert ("The global metric ips is shown without intervals or tests: compare: metric 'ips' is global (one number "
+            "per run) and compare recomputes it over resampled logs, which it does not do yet with truth per run"
+            ) in html.unescape(built.html)
     compared = {row["metric"] for row in data["runs"] if row.get("ci_low") is not None}
-    assert compared == {"ips", "snips"}
-    evaluated = recsql.evaluate(str(seeds / "recs.csv"), None, ["slate_ips"], run_cols="model",
-                                logs=str(seeds / "logs.csv"), slate_propensity_col="slate_propensity").summary
-    assert {row["run"]: row["slate_ips"] for row in data["summary"]} == pytest.approx(
-        dict(zip(evaluated["model"], evaluated["slate_ips"])), abs=1e-12)
-    assert "Off-policy estimators (ips, snips): the estimate over the logged impressions" in built.html
+    assert compared == {"ndcg@5"}
+    evaluated = recsql.evaluate(recs, truth, ["ips"], run_cols="model", logs=str(seeds / "logs.csv")).summary
+    assert {row["run"]: row["ips"] for row in data["summary"]} == pytest.approx(
+        dict(zip(evaluated["model"], evaluated["ips"])), abs=1e-12)
+
+
+def test_the_slate_estimators_get_their_intervals():
+    """From logged slates: the slate estimators, pbm_ips and the bandit estimators beside them get compare's bootstrap
+    intervals (each copy of a resampled context a slate of its own: tests/test_compare_logged.py)."""
+    seeds = REPO / "dbt" / "integration_tests" / "seeds"
+    asked = ["ips", "snips", "slate_ips", "slate_iips", "pbm_ips"]
+    built = build_report(str(seeds / "recs.csv"), None, asked, run_cols="model", resamples=50,
+                         logs=str(seeds / "logs.csv"), slate_propensity_col="slate_propensity")
+    data = plotted(built.html)
+    compared = {row["metric"] for row in data["runs"] if row.get("ci_low") is not None}
+    assert compared == set(asked) and "shown without intervals" not in built.html
+    assert ("Off-policy estimators (ips, pbm_ips, slate_iips, slate_ips, snips): the estimate over the logged impressions "
+            "(slates, for a slate estimator)") in html.unescape(built.html)
 
 
 def test_logs_as_frames_are_fingerprinted_and_a_low_effective_sample_size_is_on_the_page():

@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from ..trees import not_finite, parse
 from .log_checks import LOG_CHECKS, LOG_KEYS, MISSING_PREDICTIONS, inconsistent_slates, invalid_log_row, slate_rules
-from .plan import Plan, internal_runs, segment_runs, truth_runs
+from .plan import Plan, internal_runs, logs_runs, segment_runs, truth_runs
 from .rewrite import union_all
 
 
@@ -197,7 +197,7 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         names.append("interactions_invalid_rows")
     if plan.logs is not None and "logs_in" in read:  # whatever ``duplicates`` says (recsql/compose/log_checks.py)
         parts += [_invalid("logs_in", [], [], "logs_invalid_rows", LOGS_ROWS, also=invalid_log_row(plan)),
-                  _extra_copies("logs_in", LOG_KEYS, "logs_duplicate_rows")]
+                  _extra_copies("logs_in", [*logs_runs(plan), *LOG_KEYS], "logs_duplicate_rows")]
         names += ["logs_invalid_rows", "logs_duplicate_rows"]
         if slate_rules(plan):
             parts.append(inconsistent_slates(plan))

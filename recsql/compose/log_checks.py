@@ -25,6 +25,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..trees import not_finite
+from .plan import logs_runs
 
 LOG_CHECKS = ("logs_invalid_rows", "logs_duplicate_rows", "logs_inconsistent_slates", "reward_model_invalid_rows",
               "reward_model_duplicate_rows", "reward_model_missing_rows")
@@ -96,9 +97,10 @@ def inconsistent_slates(plan: object, rules: list[str] | None = None, examples: 
     """The count of logs_in's slates breaking ``rules`` (default: :func:`slate_rules`), one row
     ``logs_inconsistent_slates``; with ``examples``, the first three such contexts instead."""
     having = " OR ".join(SLATE_RULES[r][1] for r in (slate_rules(plan) if rules is None else rules))
-    slates = (f"SELECT user_id FROM (SELECT user_id, position, slate_propensity, cascade_propensity, "
-              f"LAG(cascade_propensity) OVER (PARTITION BY user_id ORDER BY position) AS prior_cascade FROM logs_in) AS l "
-              f"GROUP BY user_id HAVING {having}")
+    slate = ", ".join([*logs_runs(plan), "user_id"])  # a slate: a context's rows (in a run's logs, with logs per run)
+    slates = (f"SELECT user_id FROM (SELECT {slate}, position, slate_propensity, cascade_propensity, "
+              f"LAG(cascade_propensity) OVER (PARTITION BY {slate} ORDER BY position) AS prior_cascade FROM logs_in) AS l "
+              f"GROUP BY {slate} HAVING {having}")
     if examples:
         return exp.select("user_id").from_(exp.maybe_parse(slates).subquery("s")).order_by("user_id").limit(3)
     return exp.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), "logs_inconsistent_slates")) \

@@ -127,6 +127,13 @@ class Plan:
     # The logs carry the run keys: each run estimated on its own rows of them (recsql.compare's resampled
     # contexts, recsql/comparison_logged.py), never a user's option.
     logs_has_runs: bool = False
+    # The run columns (as recs spells them) that the user's logs carry too (docs/guide/logs.md, "Logs per run"):
+    # each run is estimated on the rows of its own values of them (a week's logs for each model's lists of that
+    # week); the other runs' keys it shares. Empty: every run on all the logs.
+    logs_run_cols: tuple[str, ...] = ()
+    # compare's resampled traffic: the logs' column numbering the copies of a context drawn several times, each
+    # copy its own slate (recsql/comparison_logged.py); None: a slate is a context's rows
+    logs_copy_col: str | None = None
     # Segments (docs/guide/populations.md, "Segments"): a relation (user, segment columns) giving each
     # user one segment; its columns are the last run keys (run_cols ends with segment_cols), read by
     # recs and truth through a join on the user, so each (run, segment) is evaluated as a run.
@@ -157,6 +164,13 @@ def quoted_column(name: str, table: str | None = None) -> exp.Column:
 def internal_runs(plan: Plan) -> list[str]:
     """Internal names of the run key columns: _run0, _run1, ..."""
     return [f"_run{i}" for i in range(len(plan.run_cols))]
+
+
+def logs_runs(plan: Plan) -> list[str]:
+    """Internal names of the run keys the logs carry: every one for compare's resampled traffic, else those of
+    ``logs_run_cols``."""
+    return [internal for column, internal in zip(input_runs(plan), internal_runs(plan))
+            if plan.logs_has_runs or column in plan.logs_run_cols]
 
 
 def input_runs(plan: Plan) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from ..templates import read_template
 from ..trees import parse
 from .inputs import collation
 from .intents import MAX_IDEAL_K, ideal_chain
-from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, truth_runs as truth_run_keys
+from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, logs_runs, order_datatype, truth_runs as truth_run_keys
 from .samples import gather_samples
 from .weights import FIXED_FEATURES, WEIGHTED_BRANCHES, WEIGHTED_FEATURES, unweighted, users_of_shared_truth
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, key_join, null_column,
@@ -116,6 +116,28 @@ def _tie_key(plan: Plan) -> exp.Expression:
     if plan.id_collation and plan.id_text.upper().startswith("VARCHAR"):
         return exp.Collate(this=text, expression=collation(plan.id_collation))
     return text
+
+
+def _slate_per_copy(select: exp.Select) -> None:
+    """log_rows' windows over a logged slate (partitioned by run and context) partitioned by the copy too: in
+    compare's resampled traffic a context drawn w times is w slates."""
+    for window in select.find_all(exp.Window):
+        keys = window.args.get("partition_by") or []
+        if any(isinstance(k, exp.Column) and k.name == "user_id" and k.table == "l" for k in keys):
+            window.set("partition_by", [*keys, exp.column("copy", table="l")])
+
+
+def _key_examination(ctes: dict[str, exp.CTE], keys: list[str]) -> None:
+    """``log_examination`` per value of the logs' run ``keys`` and position, and log_rows' two joins of it on
+    the row's own keys: each run's examination estimated from its own logs."""
+    select = ctes["log_examination"].this
+    select.set("expressions", [*(exp.column(k) for k in keys), *select.expressions])
+    select.set("group", exp.Group(expressions=[*(exp.column(k) for k in keys), exp.column("position")]))
+    for join in ctes["log_rows"].this.args["joins"]:
+        if join.this.name == "log_examination":
+            alias = join.this.alias_or_name
+            join.set("on", exp.and_(join.args["on"], *[exp.column(k, table=alias).eq(exp.column(k, table="l"))
+                                                       for k in keys]))
 
 
 def _order_ties(node: exp.Expression, ties: str, key: exp.Expression) -> None:
@@ -333,6 +355,12 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         key_join(ctes["log_rows"].this, "runs", "l", internal_runs(plan))
         ctes["log_rows"].this.set("where", None)
         _read_instead(ctes["runs"].this, "recs_in", "logs_in")
+    if plan.logs_copy_col:  # compare's resampled traffic: a slate is a context's rows within one copy
+        _slate_per_copy(ctes["log_rows"].this)
+    if logs_runs(plan):  # logs per run: the examination estimated per value of the logs' run keys too
+        _key_examination(ctes, logs_runs(plan))
+    if plan.run_cols and plan.logs_run_cols:  # each run the rows of its values of the logs' run keys
+        key_join(ctes["log_rows"].this, "runs", "l", logs_runs(plan))
     for name in ("truth_runs", "truth_rows"):
         truth_runs = ctes[name].this
         if not plan.run_cols:

@@ -144,7 +144,8 @@ def per_user_name(spec: ModelSpec) -> str:
 def per_user_spec(spec: ModelSpec) -> ModelSpec:
     """The per-user model of the same evaluation that the tested gates read (generate writes it beside)."""
     return ModelSpec(per_user_name(spec), list(spec.metrics), dict(spec.inputs), "per_user", spec.column_names,
-                     spec.materialized, dict(spec.options), spec.text_ids, spec.truth_has_run_cols)
+                     spec.materialized, dict(spec.options), spec.text_ids, spec.truth_has_run_cols,
+                     spec.logs_run_cols)
 
 
 def levels(spec: ModelSpec) -> list[float]:

@@ -40,7 +40,7 @@ from ..errors import RecsqlError
 from ..inputs import ROLES, Inputs, renamed
 from ..metrics import Metric, parse_metrics
 from ..options import yml_keys
-from ..plans import build_plan
+from ..plans import build_plan, checked_logs_run_cols
 from ..sources import bind
 from ..statements import RELATIONS, plan_key
 from .adapters import adapter
@@ -97,6 +97,7 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)
     text_ids: tuple[str, ...] = ()
     truth_has_run_cols: bool = False
+    logs_run_cols: tuple[str, ...] = ()  # the run columns the logs carry too: logs per run
     gates: dict[str, Any] | None = None  # recsql compare's gates, as a dbt test (recsql.dbt.gates)
 
     def __post_init__(self) -> None:
@@ -160,7 +161,9 @@ def spec_plan(spec: ModelSpec, dialect: str = "duckdb") -> tuple[Plan, list[Metr
         raise RecsqlError(f"evaluation {spec.name!r}: text_ids: {unknown[0]!r} is not an id column; "
                           f"name {cols['user_col']!r} and/or {cols['item_col']!r}")
     plan = build_plan(relations, cols, dialect, truth_has_runs=spec.truth_has_run_cols and bool(cols["run_cols"]),
-                      text_ids=frozenset(named[c] for c in spec.text_ids))
+                      text_ids=frozenset(named[c] for c in spec.text_ids),
+                      logs_run_cols=checked_logs_run_cols(spec.logs_run_cols, cols, relations.get("logs") is not None,
+                                                          f"evaluation {spec.name!r}: "))
     return plan, parsed
 
 

@@ -79,8 +79,9 @@ def _spec(entry: Any, i: int) -> ModelSpec:
     inputs = {role: entry[role] for role in (*ROLES, *OLD_ROLES) if entry.get(role) is not None}
     options = {key: entry[key] for key in OPTIONS if key in entry}
     own = {key: entry[key] for key in SPEC_KEYS if key in entry}
-    if "text_ids" in own:
-        own["text_ids"] = tuple(own["text_ids"])
+    for key in ("text_ids", "logs_run_cols"):
+        if key in own:
+            own[key] = (own[key],) if isinstance(own[key], str) else tuple(own[key])
     return ModelSpec(inputs=inputs, options=options, **own)
 
 

@@ -144,7 +144,8 @@ def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str
     glob = {m.column for m in data.asked if m.spec.population == "global" and m.spec.family != "off_policy"} & shown
     estimators = sorted({m.column for m in data.asked if m.spec.family == "off_policy"} & shown)
     logged = (text(" Off-policy estimators (") + text(", ").join(name(e) for e in estimators) + text(
-        "): the estimate over the logged impressions, its interval a bootstrap over the logged contexts.")
+        "): the estimate over the logged impressions (slates, for a slate estimator), its interval a bootstrap over "
+        "the logged contexts.")
         if estimators else "")
     if not glob:
         return logged

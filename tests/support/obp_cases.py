@@ -26,7 +26,8 @@ SelfNormalizedSlateRewardInteractionIPS). OUT_DIR/zero_position/{logs,recs}.parq
 OUT_DIR/zero_position.json: two slates with a position that no target matches, where obp's self-normalized
 independent and reward-interaction estimates are NaN (recsql's add 0 for that position: docs/guide/logs.md).
 OUT_DIR/pbm/<case>/{logs,recs}.parquet and OUT_DIR/pbm_cases.json: slates of the position-based click model and
-obp's ground-truth value of the target (pbm_case).
+obp's ground-truth value of the target (pbm_case). OUT_DIR/obd_<policy>/{logs,recs,reward_model}.parquet and
+OUT_DIR/obd_cases.json: the Open Bandit Dataset sample obp ships, and obp's estimates on it (obd_case).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from obp.dataset import (SyntheticBanditDataset, SyntheticSlateBanditDataset, linear_behavior_policy,
+from obp.dataset import (OpenBanditDataset, SyntheticBanditDataset, SyntheticSlateBanditDataset, linear_behavior_policy,
                          linear_behavior_policy_logit, linear_reward_function, logistic_reward_function)
 from obp.ope import (DirectMethod, DoublyRobust, InverseProbabilityWeighting,
                      SelfNormalizedInverseProbabilityWeighting, SelfNormalizedSlateIndependentIPS,
@@ -223,11 +224,66 @@ def pbm_case(seed: int, n_rounds: int, n_items: int, len_list: int, eta: float, 
     return {"case": folder.name, "eta": eta, "truth": float(truth)}
 
 
+class _Sample(OpenBanditDataset):
+    """obp's loader of its Open Bandit Dataset sample (actions, positions, clicks, propensities as obp reads
+    them), without its feature engineering of the contexts, which fails under pandas 2 (DataFrame.drop given both
+    axis and columns) and which no estimator here reads."""
+
+    def pre_process(self) -> None:
+        self.context = np.zeros((len(self.action), 1))
+        self.action_context = np.zeros((self.n_actions, 1))
+
+
+def obd_case(out: Path, behavior_policy: str) -> dict:
+    """The Open Bandit Dataset's sample that obp ships (ZOZOTOWN, campaign "all", 10,000 impressions of 80 items
+    at three positions, logged by the ``random`` or ``bts`` policy with its propensities): each impression its own
+    context, and a deterministic target ranking of three items per impression (the logged item at its logged
+    position for half of them, the other places filled from a seeded shuffle), given to recsql as a list and to obp
+    as its one-hot action_dist over (item, position). The reward model is the item's click rate in the sample
+    plus seeded noise, the same at every position. obp's IPW, SNIPW, DM, DR (with and without clipping) and
+    switch-DR estimate the target's value with the logged positions."""
+    feedback = _Sample(behavior_policy=behavior_policy, campaign="all").obtain_batch_bandit_feedback()
+    n, n_items, len_list = feedback["n_rounds"], feedback["n_actions"], int(feedback["position"].max() + 1)
+    rng = np.random.default_rng({"random": 17, "bts": 19}[behavior_policy])
+    lists = np.empty((n, len_list), dtype=np.int64)
+    for i in range(n):
+        shuffled = [a for a in rng.permutation(n_items) if a != feedback["action"][i]][:len_list]
+        if rng.random() < 0.5:
+            shuffled[feedback["position"][i]] = feedback["action"][i]
+        lists[i] = shuffled
+    action_dist = np.zeros((n, n_items, len_list))
+    action_dist[np.repeat(np.arange(n), len_list), lists.reshape(-1), np.tile(np.arange(len_list), n)] = 1.0
+    rate = np.bincount(feedback["action"], weights=feedback["reward"], minlength=n_items) / np.maximum(
+        np.bincount(feedback["action"], minlength=n_items), 1)
+    q = np.clip(rate[None, :] + rng.normal(0, 0.01, size=(n, n_items)), 0, 1)
+    folder = out / f"obd_{behavior_policy}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"user_id": np.arange(n), "item_id": feedback["action"].astype("int64"),
+                  "position": feedback["position"].astype("int64") + 1, "propensity": feedback["pscore"].astype("float64"),
+                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    pd.DataFrame({"user_id": np.repeat(np.arange(n), len_list), "item_id": lists.reshape(-1),
+                  "rank": np.tile(np.arange(1, len_list + 1), n)}).to_parquet(folder / "recs.parquet")
+    pd.DataFrame({"user_id": np.repeat(np.arange(n), n_items), "item_id": np.tile(np.arange(n_items), n),
+                  "reward": q.reshape(-1)}).to_parquet(folder / "reward_model.parquet")
+    given = dict(reward=feedback["reward"], action=feedback["action"], position=feedback["position"],
+                 pscore=feedback["pscore"], action_dist=action_dist)
+    expected = {}
+    for metric, estimator in _estimators().items():
+        model = {} if metric.startswith("ips") or metric == "snips" else {
+            "estimated_rewards_by_reg_model": np.repeat(q[:, :, np.newaxis], len_list, axis=2)}
+        expected[metric] = float(estimator.estimate_policy_value(**given, **model))
+    return {"case": folder.name, "n": int(n), "matched": int(action_dist[np.arange(n), feedback["action"],
+                                                                          feedback["position"]].sum()),
+            "expected": expected}
+
+
 def main(out: Path) -> None:
     cases = [case(seed, target, out) for seed in SEEDS for target in ("list", "scores")]
     (out / "cases.json").write_text(json.dumps(cases, indent=1), encoding="utf-8")
     slates = [slate_case(*spec, out) for spec in SLATE_CASES]
     (out / "slate_cases.json").write_text(json.dumps(slates, indent=1), encoding="utf-8")
+    (out / "obd_cases.json").write_text(json.dumps([obd_case(out, policy) for policy in ("random", "bts")], indent=1),
+                                        encoding="utf-8")
     (out / "pbm_cases.json").write_text(json.dumps([pbm_case(*spec, out) for spec in PBM_CASES], indent=1),
                                         encoding="utf-8")
     (out / "zero_position.json").write_text(json.dumps(zero_position_case(out)), encoding="utf-8")  # NaN as NaN
