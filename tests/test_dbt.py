@@ -38,6 +38,7 @@ DIRTY = ("dirty_recs_fail_the_build", "dirty_recs_fail_the_build_per_user")
 GATES_FAIL = ("gate_worse_model_fails_the_build", "gate_loss_fails_the_build",  # through recsql.gate
               "gate_missing_baseline_fails_the_build")
 PYTHON_MODEL = "evaluate_python_duckdb"  # a dbt-duckdb Python model calling recsql.evaluate(con=session)
+BATCH = ROOT / "tests" / "support" / "dbt_batch.py"  # several dbt commands in one dbt process
 
 
 def dbt_command() -> Path:
@@ -57,6 +58,19 @@ def _dbt(project: Path, *args: str, check: bool = True) -> subprocess.CompletedP
     if check:
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     return done
+
+
+def _dbt_in_one(project: Path, *commands: list[str]) -> None:
+    """Each dbt command (its arguments, as for :func:`_dbt`), one after another in one dbt process
+    (tests/support/dbt_batch.py: dbt's dbtRunner, each command reading the project and profile
+    afresh), which spares dbt's start-up of all but the first; every command must succeed."""
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project.parent), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+           "PYTHONPATH": str(ROOT)}
+    logs = ["--log-path", str(project.parent / "logs")]
+    done = subprocess.run([str(dbt_command().with_name("python")), str(BATCH),
+                           json.dumps([[*args, *logs] for args in commands])],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
 def _project(tmp: Path, profile: dict, adapters: list[str], names: list[str] | None = None) -> Path:
@@ -233,16 +247,16 @@ def test_dbt_compile_offline(tmp_path):
     from recsql.dialects import dialect
     first, *others = sorted(OFFLINE_PROFILES)
     project = _project(tmp_path, {**OFFLINE_PROFILES[first], "threads": 1}, ["duckdb", *sorted(OFFLINE_PROFILES)])
-    _dbt(project, "--warn-error", "parse")
     outputs = {name: {**profile, "threads": 1} for name, profile in OFFLINE_PROFILES.items()}
     (tmp_path / "profiles.yml").write_text(yaml.safe_dump(
         {"recsql_integration_tests": {"target": first, "outputs": outputs}}))
     models = [s.name for s in read_config(project).specs]
+    _dbt_in_one(project, ["--warn-error", "parse", "--target", first],  # each command parses the project afresh
+                *[["compile", "--target", name, "--no-populate-cache", "--no-introspect", "--indirect-selection",
+                   "empty", "--select", "path:models/recsql", "test_name:gate",
+                   "--target-path", str(tmp_path / f"target-{name}")] for name in sorted(OFFLINE_PROFILES)])
     for name in sorted(OFFLINE_PROFILES):
         target = tmp_path / f"target-{name}"
-        _dbt(project, "compile", "--target", name, "--no-populate-cache", "--no-introspect",
-             "--indirect-selection", "empty", "--select", "path:models/recsql", "test_name:gate",
-             "--target-path", str(target))
         for model in models:
             (path,) = target.glob(f"compiled/*/models/recsql/{model}.sql")
             tree = sqlglot.parse_one(path.read_text(), read=dialect(adapter(name).dialect).sqlglot)
