@@ -230,15 +230,17 @@ def dialect(name: str) -> Dialect:
     return DIALECTS[key]
 
 
-def render(statement: exp.Expression, name: str, *, pretty: bool = True) -> str:
-    """SQL text of ``statement`` for dialect ``name``; raises when sqlglot cannot express a part."""
+def render(statement: exp.Expression, name: str, *, pretty: bool = True, copy: bool = True) -> str:
+    """SQL text of ``statement`` for dialect ``name``; raises when sqlglot cannot express a part.
+    ``copy=False``: the caller gives up ``statement`` (rendering changes it), sparing a copy of the tree."""
     spec = dialect(name)
-    tree = _native_window_nulls(statement.copy(), spec.sqlglot)
+    tree = _native_window_nulls(statement.copy() if copy else statement, spec.sqlglot)
     for transform in spec.transforms:
         tree = transform(tree)
     if spec.session:
         tree = _session_line(tree, spec)
     try:
-        return tree.sql(dialect=spec.sqlglot, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+        return tree.sql(dialect=spec.sqlglot, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE,
+                        copy=False)  # the tree is this call's own: sqlglot need not copy it again
     except sqlglot.errors.UnsupportedError as err:
         raise RecsqlError(f"the query cannot be written in {spec.name}: {err}") from None

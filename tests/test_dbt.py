@@ -38,6 +38,7 @@ DIRTY = ("dirty_recs_fail_the_build", "dirty_recs_fail_the_build_per_user")
 GATES_FAIL = ("gate_worse_model_fails_the_build", "gate_loss_fails_the_build",  # through recsql.gate
               "gate_missing_baseline_fails_the_build")
 PYTHON_MODEL = "evaluate_python_duckdb"  # a dbt-duckdb Python model calling recsql.evaluate(con=session)
+BATCH = ROOT / "tests" / "support" / "dbt_batch.py"  # several dbt commands in one dbt process
 
 
 def dbt_command() -> Path:
@@ -59,9 +60,23 @@ def _dbt(project: Path, *args: str, check: bool = True) -> subprocess.CompletedP
     return done
 
 
+def _dbt_in_one(project: Path, *commands: list[str]) -> None:
+    """Each dbt command (its arguments, as for :func:`_dbt`), one after another in one dbt process
+    (tests/support/dbt_batch.py: dbt's dbtRunner, each command reading the project and profile
+    afresh), which spares dbt's start-up of all but the first; every command must succeed."""
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project.parent), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+           "PYTHONPATH": str(ROOT)}
+    logs = ["--log-path", str(project.parent / "logs")]
+    done = subprocess.run([str(dbt_command().with_name("python")), str(BATCH),
+                           json.dumps([[*args, *logs] for args in commands])],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
 def _project(tmp: Path, profile: dict, adapters: list[str], names: list[str] | None = None) -> Path:
     """A copy of the integration project using the package by its absolute path, with a profile, and
-    its models generated for ``adapters`` (``names``: only these evaluations)."""
+    its models generated for ``adapters`` (``names``: only these evaluations); ``dbt deps`` is the
+    caller's first dbt command."""
     project = tmp / "project"
     shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "recsql"))
     config = yaml.safe_load((project / "recsql.yml").read_text())
@@ -73,7 +88,6 @@ def _project(tmp: Path, profile: dict, adapters: list[str], names: list[str] | N
     (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(PACKAGE)}]}))
     (tmp / "profiles.yml").write_text(yaml.safe_dump(
         {"recsql_integration_tests": {"target": "it", "outputs": {"it": profile}}}))
-    _dbt(project, "deps")
     return project
 
 
@@ -91,13 +105,18 @@ def _expected(spec: ModelSpec) -> pd.DataFrame:
     return frame.rename(columns={m.column: output_name(m.column) for m in result.metrics})
 
 
+def _rows_command(project: Path, models: list[str]) -> list[str]:
+    """The `dbt run-operation` (the integration project's macro recsql_it_rows) that writes every row
+    of each built model, read through the adapter's connection, for :func:`_built`."""
+    (project.parent / "rows").mkdir(exist_ok=True)
+    return ["run-operation", "recsql_it_rows", "--args",
+            json.dumps({"models": models, "directory": str(project.parent / "rows")}),
+            "--target-path", str(project.parent / "target")]
+
+
 def _built(project: Path, models: list[str]) -> dict[str, pd.DataFrame]:
-    """Every row of each built model, read by one `dbt run-operation` (the integration project's
-    macro recsql_it_rows) through the adapter's connection."""
+    """Every row of each built model, as :func:`_rows_command` wrote them."""
     out = project.parent / "rows"
-    out.mkdir(exist_ok=True)
-    _dbt(project, "run-operation", "recsql_it_rows", "--args",
-         json.dumps({"models": models, "directory": str(out)}), "--target-path", str(project.parent / "target"))
     return {name: pd.DataFrame(json.loads((out / f"{name}.json").read_text(encoding="utf-8"))) for name in models}
 
 
@@ -130,13 +149,14 @@ def _build_and_compare(tmp_path: Path, profile: dict, names: list[str] | None = 
     project = _project(tmp_path, profile, [adapter], None if names is None else [*names, *DIRTY])
     target = ["--target-path", str(tmp_path / "target")]
     if names is None:
-        _dbt(project, "build", "--exclude", *DIRTY, *GATES_FAIL, "recs_dirty",
-             *([] if adapter == "duckdb" else [PYTHON_MODEL]), *target)
+        build = ["build", "--exclude", *DIRTY, *GATES_FAIL, "recs_dirty",
+                 *([] if adapter == "duckdb" else [PYTHON_MODEL]), *target]
     else:  # these models and what they read (Spark seeds slowly, and cannot seed the text-id seeds' varchar)
-        _dbt(project, "build", "--select", *[f"+{name}" for name in names], *target)
+        build = ["build", "--select", *[f"+{name}" for name in names], *target]
     failing = {name: f"recsql_gate_{name}" for name in GATES_FAIL if names is None}  # model -> the test failing it
     specs = [s for s in read_config(project).specs if s.name not in (*DIRTY, *GATES_FAIL)]
     assert specs and (names is None or len(specs) == len(names))
+    _dbt_in_one(project, ["deps"], build, _rows_command(project, [spec.name for spec in specs]))
     built = _built(project, [spec.name for spec in specs])
     for spec in specs:
         _same(built[spec.name], _expected(spec), spec)
@@ -233,16 +253,16 @@ def test_dbt_compile_offline(tmp_path):
     from recsql.dialects import dialect
     first, *others = sorted(OFFLINE_PROFILES)
     project = _project(tmp_path, {**OFFLINE_PROFILES[first], "threads": 1}, ["duckdb", *sorted(OFFLINE_PROFILES)])
-    _dbt(project, "--warn-error", "parse")
     outputs = {name: {**profile, "threads": 1} for name, profile in OFFLINE_PROFILES.items()}
     (tmp_path / "profiles.yml").write_text(yaml.safe_dump(
         {"recsql_integration_tests": {"target": first, "outputs": outputs}}))
     models = [s.name for s in read_config(project).specs]
+    _dbt_in_one(project, ["deps"], ["--warn-error", "parse", "--target", first],  # each parses the project afresh
+                *[["compile", "--target", name, "--no-populate-cache", "--no-introspect", "--indirect-selection",
+                   "empty", "--select", "path:models/recsql", "test_name:gate",
+                   "--target-path", str(tmp_path / f"target-{name}")] for name in sorted(OFFLINE_PROFILES)])
     for name in sorted(OFFLINE_PROFILES):
         target = tmp_path / f"target-{name}"
-        _dbt(project, "compile", "--target", name, "--no-populate-cache", "--no-introspect",
-             "--indirect-selection", "empty", "--select", "path:models/recsql", "test_name:gate",
-             "--target-path", str(target))
         for model in models:
             (path,) = target.glob(f"compiled/*/models/recsql/{model}.sql")
             tree = sqlglot.parse_one(path.read_text(), read=dialect(adapter(name).dialect).sqlglot)

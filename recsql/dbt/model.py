@@ -231,7 +231,7 @@ def model_sql(spec: ModelSpec, adapter_name: str) -> str:
     statement.set("order", None)
     _rename(statement, metrics, spec)
     _unquote(statement)
-    sql = render(statement, adapter(adapter_name).dialect)
+    sql = render(statement, adapter(adapter_name).dialect, copy=False)  # the statement is this call's own copy
     stray = JINJA.search(sql)
     if stray:  # a column name or value holding one: dbt would evaluate the user's text
         raise RecsqlError(f"evaluation {spec.name!r}: a column name or value holds a Jinja delimiter "
