@@ -29,7 +29,7 @@ from .request import bound, checked_request
 from .run_labels import plain
 from .sources import bind
 from .statements import finalize_sql, statement_sql
-from .weights_warning import MIN_ESS_SHARE, checked_share, diagnostics, warn_weights
+from .weights_warning import MIN_ESS_SHARE, Counts, checked_share, diagnostics, per_slate, warn_weights
 
 ORDER_TYPES = re.compile(r"DOUBLE|BIGINT|DECIMAL(\(\s*\d{1,2}\s*,\s*\d{1,2}\s*\))?", re.I)  # to_sql's order_type
 
@@ -137,9 +137,10 @@ def evaluate(
             found = {name: int(value or 0) for name, value in records(checks)[0].items()}
         refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]
-        logged = found.get(LOGS_ROWS, 0)
-        if plan.logs_run_cols and computed != parsed:  # logs per run: each run's n, for its warning
-            logged = _logged_per_run(runner, plan)
+        logged: Any = Counts(found.get(LOGS_ROWS, 0), 0)
+        if computed != parsed and (plan.logs_run_cols or per_slate(computed)):  # each run's n, or the slates
+            counts = _logged_counts(runner, plan)
+            logged = counts if plan.logs_run_cols else counts.get((), Counts(0, 0))
     warn_weights(summary, computed, logged, share, [c for c in summary.columns][:len(plan.run_cols)],
                  [c for c in summary.columns[:len(plan.run_cols)] if c in plan.logs_run_cols])
     summary = summary.drop(columns=[m.column for m in computed[len(parsed):]])
@@ -204,12 +205,15 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
     return per_user, summary, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 
-def _logged_per_run(runner: Any, plan: Plan) -> dict[tuple, int]:
-    """With logs per run, the logged impressions by the values of the logs' run keys (as plain values)."""
+def _logged_counts(runner: Any, plan: Plan) -> dict[tuple, Counts]:
+    """The logged impressions and slates (contexts), by the values of the logs' run keys (as plain values; the
+    one key () of logs shared by every run), for the weights warning."""
     keys = [r for c, r in zip(plan.run_cols, internal_runs(plan)) if c in plan.logs_run_cols]
-    query = exp.select(*keys, exp.alias_(exp.Count(this=exp.Star()), "n")).from_(logs_in(plan).subquery("l")) \
-        .group_by(*keys)
-    return {tuple(plain(v) for v in row[:-1]): int(row[-1])
+    query = exp.select(*keys, exp.alias_(exp.Count(this=exp.Star()), "n"),
+                       exp.alias_(exp.Count(this=exp.Distinct(expressions=[exp.column("user_id")])), "slates")) \
+        .from_(logs_in(plan).subquery("l"))
+    query = query.group_by(*keys) if keys else query
+    return {tuple(plain(v) for v in row[:-2]): Counts(int(row[-2]), int(row[-1]))
             for row in runner.fetch_rows(render(query, runner.dialect, pretty=False))}
 
 

@@ -1,11 +1,13 @@
 """The warning on the importance weights of the off-policy estimators (docs/guide/logs.md, "Diagnostics").
 
-Whenever :func:`recsql.evaluate` computes an off-policy estimator that weighs the impressions (``family:
-off_policy``: ips, snips, dr, switch_dr; not dm, which reads no weight, nor the slate estimators, whose weights
-are per slate), it also computes the effective
-sample size of the same target's weights in the same statement (:func:`diagnostics`: ``ess`` with that
-``target=``, left out of the result when it was not asked; it reads the stage rows the estimator reads, so
-it costs one more aggregate), and the logged impressions n (the checks' count of the logs). A run whose
+Whenever :func:`recsql.evaluate` computes an off-policy estimator that weighs the impressions or slates (``family:
+off_policy``: ips, snips, dr, switch_dr and the slate estimators; not dm, which reads no weight, nor pbm_ips,
+whose weights are ratios of examination probabilities), it also computes the effective sample size of the same
+weights in the same statement (:func:`diagnostics`: ``ess`` with the estimator's ``target=``, or
+``weights=slate`` for the estimators of the joint slate propensity and ``weights=cascade`` for those of the
+cascade one, left out of the result when it was not asked; it reads the stage rows the estimator reads, so
+it costs one more aggregate), and the logged impressions n (the checks' count of the logs; the logged slates, by
+one small query, for ``weights=slate``). A run whose
 
     ESS = (Σ_i w_i)² / Σ_i w_i²  <  min_ess_share · n
 
@@ -22,19 +24,28 @@ small already ((Σ w)² / Σ w² ≤ Σ w / max w).
 >>> from recsql.metrics import parse_metric
 >>> [str(m) for m in diagnostics([parse_metric("ips"), parse_metric("dr(target=scores)")], 0.1)]
 ['ess', 'ess(target=scores)']
+>>> [str(m) for m in diagnostics([parse_metric("slate_snips"), parse_metric("slate_iips"), parse_metric("pbm_ips")], 0.1)]
+['ess(weights=slate)', 'ess']
 >>> diagnostics([parse_metric("ips"), parse_metric("ess")], 0.1), diagnostics([parse_metric("ips")], 0)
 ([], [])
 """
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from .errors import RecsqlError, RecsqlWarning
 from .metrics import Metric
 from .run_labels import label, plain
 
 MIN_ESS_SHARE = 0.1  # the default threshold: warn when ESS < n/10
+
+
+class Counts(NamedTuple):
+    """The logged rows (impressions) and slates (contexts) a run's estimators read."""
+
+    rows: int
+    slates: int
 ESS = "ess"
 ESTIMATORS_FAMILY = "off_policy"
 UNWEIGHED = (ESS, "max_weight", "dm")  # the diagnostics, and the direct method (no weight)
@@ -51,63 +62,79 @@ def checked_share(value: Any) -> float:
     return float(value)
 
 
-def _estimators(metrics: Sequence[Metric]) -> dict[str, list[Metric]]:
-    """target -> the off-policy estimators asked with it that weigh the impressions (not dm, nor the diagnostics
-    ess and max_weight)."""
-    found: dict[str, list[Metric]] = {}
+def _weights_of(m: Metric) -> Metric | None:
+    """The ``ess`` of the weights the estimator ``m`` reads: the impressions' of its target (the bandit estimators,
+    and slate_iips and slate_sniips, whose weights are the same per row), the slates' (``weights=slate``: the
+    estimators reading the joint slate propensity) or the cascade ones (``weights=cascade``: those reading the
+    cascade propensity); None for dm, the diagnostics and pbm_ips (its weights are examination ratios)."""
+    if m.spec.family != ESTIMATORS_FAMILY or m.name in UNWEIGHED:
+        return None
+    options = m.all_options()
+    if "log_slates" not in m.spec.features(options):
+        return Metric(ESS, target=options["target"])
+    needs = m.spec.requires(options)
+    kind = "slate" if "slate_propensity" in needs else "cascade" if "cascade_propensity" in needs else "impression"
+    if "log_pbm" in m.spec.features(options):
+        return None
+    return Metric(ESS) if kind == "impression" else Metric(ESS, weights=kind)
+
+
+def _estimators(metrics: Sequence[Metric]) -> dict[Metric, list[Metric]]:
+    """The ``ess`` of each kind of weights -> the off-policy estimators asked that read them."""
+    found: dict[Metric, list[Metric]] = {}
     for m in metrics:
-        if m.spec.family == ESTIMATORS_FAMILY and m.name not in UNWEIGHED and not _slate(m):
-            found.setdefault(m.all_options()["target"], []).append(m)
+        ess = _weights_of(m)
+        if ess is not None:
+            found.setdefault(ess, []).append(m)
     return found
 
 
 def weighing(metrics: Sequence[Metric]) -> list[Metric]:
-    """The off-policy estimators of ``metrics`` that weigh the impressions: those the warning is about."""
+    """The off-policy estimators of ``metrics`` that weigh the impressions or slates: those the warning is about."""
     return [m for estimators in _estimators(metrics).values() for m in estimators]
 
 
-def _slate(m: Metric) -> bool:
-    """A slate estimator: its weights are per slate or per prefix of one, not the impressions' that ``ess`` reads
-    (no warning for them yet)."""
-    return "log_slates" in m.spec.features(m.all_options())
-
-
-def _ess(target: str) -> Metric:
-    return Metric(ESS, target=target)
+def per_slate(metrics: Sequence[Metric]) -> bool:
+    """Whether the warning on ``metrics`` reads a count of slates (an ``ess(weights=slate)`` among its diagnostics)."""
+    return any(ess.all_options()["weights"] == "slate" for ess in _estimators(metrics))
 
 
 def diagnostics(metrics: Sequence[Metric], share: float) -> list[Metric]:
-    """The ``ess`` metrics to compute beside ``metrics`` for the warning: one per target of the estimators
-    asked, when ``metrics`` lacks it (none when ``share`` is 0)."""
+    """The ``ess`` metrics to compute beside ``metrics`` for the warning: one per kind of weights the estimators
+    asked read, when ``metrics`` lacks it (none when ``share`` is 0)."""
     if not share:
         return []
-    return [_ess(t) for t in _estimators(metrics) if _ess(t) not in metrics]
+    return [ess for ess in _estimators(metrics) if ess not in metrics]
 
 
-def warn_weights(summary: Any, metrics: Sequence[Metric], n: int | dict[tuple, int], share: float,
+def warn_weights(summary: Any, metrics: Sequence[Metric], n: Counts | dict[tuple, Counts], share: float,
                  run_cols: Sequence[str], logs_run_cols: Sequence[str] = ()) -> None:
-    """A :class:`RecsqlWarning` per run and target of ``summary`` (every metric of ``metrics``, the
-    :func:`diagnostics` too, one column each) whose ESS is below ``share`` · ``n``: the logged impressions, or
-    with logs per run, the impressions of the run's own logs (``n`` by the values of ``logs_run_cols``; a run
-    without logs is not warned about: its estimates are NULL)."""
+    """A :class:`RecsqlWarning` per run and kind of weights of ``summary`` (every metric of ``metrics``, the
+    :func:`diagnostics` too, one column each) whose ESS is below ``share`` · ``n``: the logged impressions (the
+    logged slates for the slate weights), or with logs per run, those of the run's own logs (``n`` by the values of
+    ``logs_run_cols``; a run without logs is not warned about: its estimates are NULL)."""
     if not share or not n:
         return
     columns = {m: m.column for m in metrics}
-    for target, estimators in _estimators(metrics).items():
-        column = next(c for m, c in columns.items() if m == _ess(target))
-        for _, row in summary.iterrows():
-            logged = n.get(tuple(plain(row[c]) for c in logs_run_cols), 0) if isinstance(n, dict) else n
+    for ess, estimators in _estimators(metrics).items():
+        column = next(c for m, c in columns.items() if m == ess)  # as asked, or as diagnostics added it
+        kind = ess.all_options()["weights"]
+        units = "slates" if kind == "slate" else "impressions"
+        what = f"target={ess.all_options()['target']}" if kind == "impression" else f"weights={kind}"
+        for row in summary.to_dict("records"):  # each column's own type (iterrows would make an int run key a float)
+            counts = n.get(tuple(plain(row[c]) for c in logs_run_cols), Counts(0, 0)) if isinstance(n, dict) else n
+            logged = counts.slates if kind == "slate" else counts.rows
             if not logged:
                 continue
             value = row[column]
-            ess = 0.0 if value is None or value != value else float(value)
-            if ess >= share * logged:
+            found = 0.0 if value is None or value != value else float(value)
+            if found >= share * logged:
                 continue
             values = [plain(row[c]) for c in run_cols]
             run = (f"run {label(values, run_cols) if len(run_cols) > 1 else values[0]!r}: " if run_cols else "")
-            warnings.warn(f"{run}the effective sample size of the importance weights (target={target}) is "
-                          f"{ess:.4g}, below {share:g} of the n = {logged} logged impressions: "
-                          f"the estimates {', '.join(m.column for m in estimators)} rest on a few impressions (the new "
+            warnings.warn(f"{run}the effective sample size of the importance weights ({what}) is "
+                          f"{found:.4g}, below {share:g} of the n = {logged} logged {units}: "
+                          f"the estimates {', '.join(m.column for m in estimators)} rest on a few {units} (the new "
                           f"policy mostly shows what the logging policy rarely did), and are noisy whatever their "
                           f"formula; min_ess_share (CLI: --min-ess-share) sets the threshold, 0 turns this off",
                           RecsqlWarning, stacklevel=4)  # evaluate's caller (through suggest_keywords)

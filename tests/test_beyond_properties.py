@@ -48,7 +48,8 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            "dr": [{}, {"cap": 2}, {"target": "scores"}, {"cap": 4, "target": "scores"}],
            "pbm_ips": [{}, {"examination": "log2"}, {"examination": "jarvelin", "logging": "ranking"}],
            "switch_dr": [{}, {"tau": 2}, {"tau": 4, "target": "scores"}, {"target": "scores"}],
-           **{name: [{}, {"target": "scores"}] for name in ("snips", "dm", "ess", "max_weight")},
+           **{name: [{}, {"target": "scores"}] for name in ("snips", "dm")},
+           **{name: [{}, {"target": "scores"}, {"weights": "slate"}, {"weights": "cascade"}] for name in ("ess", "max_weight")},
            "err_ia": [{}, {"alpha": 0.75}], "nerr_ia": [{}, {"alpha": 0.75}], "nrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}],
            "nnrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}]}
 CATEGORIES = ["a", "b", "c"]

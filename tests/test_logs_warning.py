@@ -115,3 +115,63 @@ def test_compare_and_report_on_the_command_line_warn_once_and_take_the_threshold
     with warnings.catch_warnings():
         warnings.simplefilter("error", recsql.RecsqlWarning)
         assert main([*args, "--min-ess-share", "0", *(["--force"] if command == "report" else [])]) == 0
+
+
+# three logged slates: the list holds slate 1 whole (joint propensity 0.1: weight 10), none of slate 2, slate 3 whole
+# (0.3: 10/3); cascade weights 2, 4, 10 | 0, 0, 0 | 2, 4 (the worked examples ess-slate-weights and
+# max-weight-cascade-weights)
+SLATE_LOGS = pd.DataFrame({"user_id": [1, 1, 1, 2, 2, 2, 3, 3], "item_id": [10, 11, 12, 11, 12, 13, 10, 12],
+                           "position": [1, 2, 3, 1, 2, 3, 1, 2], "propensity": [0.5, 0.4, 0.3, 0.6, 0.2, 0.5, 0.5, 0.5],
+                           "reward": [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0], "sp": [0.1] * 3 + [0.2] * 3 + [0.3] * 2,
+                           "cp": [0.5, 0.25, 0.1, 0.5, 0.25, 0.1, 0.5, 0.25]})
+SLATE_RECS = pd.DataFrame({"user_id": [1, 1, 1, 2, 2, 2, 3, 3], "item_id": [10, 11, 12, 13, 11, 14, 10, 12],
+                           "score": [0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.9, 0.8]})
+
+
+def _slate_warnings(asked, share, logs=SLATE_LOGS, recs=SLATE_RECS, **options):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = recsql.evaluate(recs, None, asked, logs=logs, slate_propensity_col="sp", cascade_propensity_col="cp",
+                                 min_ess_share=share, **options)
+    return result.summary, [str(w.message) for w in caught if issubclass(w.category, recsql.RecsqlWarning)]
+
+
+def test_the_slate_estimators_are_warned_about_with_the_ess_of_their_own_weights():
+    """slate_ips and slate_snips read one weight per slate (ESS 1.6 of n = 3 slates), slate_rips the cascade weights
+    (ESS 484/140 of 8 rows), slate_iips the impressions' (ips's); pbm_ips none (its weights are examination ratios)."""
+    slate, cascade = _ess([10, 0, 10 / 3]), _ess([2, 4, 10, 0, 0, 0, 2, 4])
+    assert slate == pytest.approx(1.6) and cascade == pytest.approx(484 / 140)
+    summary, found = _slate_warnings(["slate_ips", "slate_snips", "slate_rips", "slate_iips", "pbm_ips"], 0.6)
+    assert list(summary.columns[-5:]) == ["slate_ips", "slate_snips", "slate_rips", "slate_iips", "pbm_ips"]
+    assert len(found) == 3, found
+    assert found[0].startswith("the effective sample size of the importance weights (weights=slate) is 1.6, below 0.6 "
+                               "of the n = 3 logged slates: the estimates slate_ips, slate_snips rest on a few slates")
+    assert f"(weights=cascade) is {cascade:.4g}, below 0.6 of the n = 8 logged impressions: the estimates slate_rips " \
+           in found[1]
+    assert "(target=list) is" in found[2] and "the estimates slate_iips rest" in found[2]
+    assert not [m for m in found if "pbm_ips" in m]
+    # 1.6 >= 0.5 · 3: the slates' warning stops where its own n says, the others go on
+    assert not [m for m in _slate_warnings(["slate_ips", "slate_rips"], 0.5)[1] if "weights=slate" in m]
+    assert _slate_warnings(["pbm_ips"], 0.99)[1] == []
+
+
+def test_ess_and_max_weight_of_the_slate_weights_and_what_they_refuse():
+    summary, _ = _slate_warnings(["ess(weights=slate)", "max_weight(weights=slate)", "ess(weights=cascade)",
+                                  "max_weight(weights=cascade)"], 0)
+    assert summary.iloc[0, -4:].tolist() == pytest.approx([1.6, 10, 484 / 140, 10])
+    with pytest.raises(recsql.RecsqlError, match=r"'ess\(target=scores,weights=slate\)': the slate and cascade weights "
+                                                 r"are those of the run's list"):
+        _slate_warnings(["ess(target=scores, weights=slate)"], 0)
+    with pytest.raises(recsql.RecsqlError, match=r"needs each logged slate's joint propensity"):
+        recsql.evaluate(SLATE_RECS, None, ["ess(weights=slate)"], logs=SLATE_LOGS)
+
+
+def test_with_logs_per_run_each_run_is_warned_against_its_own_slates():
+    """Week 2's logs are slates 2 and 3 only: its slate weights 0 and 10/3 (ESS 1 of n = 2 slates)."""
+    logs = SLATE_LOGS.assign(week=[1, 1, 1, 2, 2, 2, 2, 2])
+    recs = pd.concat([SLATE_RECS.query("user_id == 1").assign(week=1), SLATE_RECS.query("user_id > 1").assign(week=2)])
+    summary, found = _slate_warnings(["slate_ips"], 0.6, logs=logs, recs=recs, run_cols="week")
+    assert found == [f"run 2: the effective sample size of the importance weights (weights=slate) is 1, below 0.6 of the "
+                     f"n = 2 logged slates: the estimates slate_ips rest on a few slates (the new policy mostly shows what "
+                     f"the logging policy rarely did), and are noisy whatever their formula; min_ess_share (CLI: "
+                     f"--min-ess-share) sets the threshold, 0 turns this off"]

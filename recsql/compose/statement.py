@@ -193,6 +193,11 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
         raise RecsqlError(f"metric {str(slates)!r} reads each logged slate's positions, and these logs have no position "
                           "column: pass position_col='<column>' (1 is the first slot), or use the estimators of one "
                           "slot (ips, snips, ...)")
+    scored_slate = next((m for m in logged if m.all_options().get("weights", "impression") != "impression"
+                         and m.all_options().get("target") == "scores"), None)
+    if scored_slate is not None:
+        raise RecsqlError(f"metric {str(scored_slate)!r}: the slate and cascade weights are those of the run's list "
+                          f"(as slate_ips and slate_rips weigh), not of the recs' scores: drop target=scores")
     guessed = next((m for m in logged if m.all_options().get("logging") == "ranking"
                     and m.all_options().get("examination") == "logs"), None)
     if guessed is not None:

@@ -23,7 +23,8 @@ slates (McInerney et al., KDD 2020); slate_snips is slate_ips divided by the sum
 slate_sniips and slate_snrips divide each row's weighted reward of slate_iips and slate_rips by the mean
 weight of the rows at its position (obp's SelfNormalizedSlateIndependentIPS and
 SelfNormalizedSlateRewardInteractionIPS); a position whose weights sum to 0 adds 0, and the estimate is None
-when every row's weight is 0.
+when every row's weight is 0. ess and max_weight with weights=slate or weights=cascade read those slate and
+cascade weights (one per slate, one per row) instead of the impressions' (slate_weights).
 
 pbm_ips (position-based model IPS) averages over the slates Σ_rows r · θ(k_e) / (θ(k) · m), k the row's logged
 position, k_e the position of the row's item in the user's list (the row adds 0 where the list does not hold the
@@ -43,8 +44,8 @@ DEFAULTS = {
     "dm": {"target": "list"},
     "dr": {"target": "list", "cap": None},
     "switch_dr": {"target": "list", "tau": None},
-    "ess": {"target": "list"},
-    "max_weight": {"target": "list"},
+    "ess": {"target": "list", "weights": "impression"},
+    "max_weight": {"target": "list", "weights": "impression"},
     "slate_ips": {},
     "slate_iips": {},
     "slate_rips": {},
@@ -104,6 +105,8 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
         terms = pbm_terms(opts, lists, logs)
         return None if terms is None else sum(terms.values()) / len(terms)
     w = [pi_e(row) / row["propensity"] for row in logs]
+    if name in ("ess", "max_weight") and opts.get("weights", "impression") != "impression":
+        w = slate_weights(opts["weights"], logs, pi_e)
     r = [row["reward"] for row in logs]
     if name == "ips":
         cap = _number(opts["cap"])
@@ -128,6 +131,18 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
         return sum(d + (wi if tau is None or wi <= tau else 0.0) * (ri - f)
                    for d, wi, ri, f in zip(dm, w, r, factual)) / n
     raise ValueError(f"unknown estimator {name!r}")
+
+
+def slate_weights(kind, logs, pi_e):
+    """ess's and max_weight's weights=slate (one per slate, as slate_ips weighs it) or weights=cascade (one per row,
+    as slate_rips weighs it)."""
+    slates = {}
+    for row in logs:
+        slates.setdefault(row["user_id"], []).append(row)
+    if kind == "slate":
+        return [min(pi_e(row) for row in rows) / rows[0]["slate_propensity"] for rows in slates.values()]
+    return [min(pi_e(other) for other in rows if other["position"] <= row["position"]) / row["cascade_propensity"]
+            for rows in slates.values() for row in rows]
 
 
 def _slate_estimate(name, logs, pi_e):
