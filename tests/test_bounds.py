@@ -90,10 +90,12 @@ def side_inputs(draw) -> dict:
     intents = [{"user_id": u, "item_id": i, "intent": g, "relevance": draw(st.sampled_from([0.0, 1.0, 3.0]))}
                for u, i, g in draw(st.lists(st.tuples(st.sampled_from(USERS), st.sampled_from(ITEMS),
                                                       st.sampled_from(["a", "b"])), unique=True))]
+    # logged slates: one item per (context, position), one joint propensity per context, cascade ones that never rise
     logs = [{"user_id": u, "item_id": i, "position": pos, "propensity": draw(st.sampled_from([0.01, 0.25, 0.5, 1.0])),
-             "reward": draw(st.sampled_from([0.0, 1.0, 2.5, -1.0]))}
+             "reward": draw(st.sampled_from([0.0, 1.0, 2.5, -1.0])), "slate_propensity": 0.05 * (1 + u % 3),
+             "cascade_propensity": 0.5 ** pos}
             for u, i, pos in draw(st.lists(st.tuples(st.sampled_from(USERS + [7]), st.sampled_from(ITEMS),
-                                                     st.sampled_from([1, 2, 3])), unique=True))]
+                                                     st.sampled_from([1, 2, 3])), unique_by=lambda t: (t[0], t[2])))]
     return {"items": items, "features": features, "interactions": interactions, "catalog": catalog, "intents": intents,
             "logs": logs}
 
@@ -146,7 +148,9 @@ def test_every_metric_stays_in_its_declared_range(asked, use_rank, data, truth, 
             intents=frame(side["intents"], {"user_id": "int64", "item_id": "int64", "intent": "object",
                                             "relevance": "float64"}),
             logs=frame(side["logs"], {"user_id": "int64", "item_id": "int64", "position": "int64",
-                                      "propensity": "float64", "reward": "float64"}),
+                                      "propensity": "float64", "reward": "float64", "slate_propensity": "float64",
+                                      "cascade_propensity": "float64"}),
+            slate_propensity_col="slate_propensity", cascade_propensity_col="cascade_propensity",
             convention=convention, ties=ties, population=population, threshold=threshold)
     except recsql.RecsqlError as err:
         # the only refusals valid options may meet: a run-level input that is empty
