@@ -14,6 +14,7 @@ from sqlglot import exp
 from .comparison_settings import Settings
 from .comparison_sql import statement_for
 from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, logs_in, population_counts
+from .compose.plan import logs_runs
 from .compose.checks import LOGS_ROWS
 from .database import shared
 from .dialects import dialect as get_dialect
@@ -208,7 +209,7 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
 def _logged_counts(runner: Any, plan: Plan) -> dict[tuple, Counts]:
     """The logged impressions and slates (contexts), by the values of the logs' run keys (as plain values; the
     one key () of logs shared by every run), for the weights warning."""
-    keys = [r for c, r in zip(plan.run_cols, internal_runs(plan)) if c in plan.logs_run_cols]
+    keys = logs_runs(plan)
     query = exp.select(*keys, exp.alias_(exp.Count(this=exp.Star()), "n"),
                        exp.alias_(exp.Count(this=exp.Distinct(expressions=[exp.column("user_id")])), "slates")) \
         .from_(logs_in(plan).subquery("l"))
