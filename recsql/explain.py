@@ -76,10 +76,47 @@ def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) ->
                 f"truth column {plan.relevance_col!r} has {int(count)} relevance(s) above {MAX_EXPONENT}, too large for "
                 f"the exponential gains asked (2^relevance overflows a double beyond 1023): use gain=linear, or "
                 f"rescale the relevances (e.g. to grades 0-4)")
+    if role == "recs" and plan.policy is not None:
+        error = _explain_policy(runner, plan)
+        if error is not None:
+            return error
     if found is None:
         return None
     return RecsqlError(f"{name} has {found} row(s) with a NULL (missing) value or a NaN or infinite number in "
                        f"{', '.join(map(repr, columns))}; recsql needs them set and finite: drop or fill those rows first")
+
+
+def _explain_policy(runner: Runner, plan: Plan) -> RecsqlError | None:
+    """The error for recs rows whose score is no probability of the target policy (target=scores or
+    positions: in [0, 1]), or whose position is not a whole number >= 1 (target=positions)."""
+    score = quoted_column(plan.score_col)
+    checks = [_count(exp.condition(f"NOT ({score.sql()} >= 0 AND {score.sql()} <= 1)"))]
+    if plan.policy == "positions":
+        position = quoted_column(plan.recs_position_col).sql()
+        checks.append(_count(exp.condition(f"NOT ({position} >= 1 AND {position} = FLOOR({position}))")))
+    query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(checks)]).from_(plan.recs.copy())
+    row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
+    if row[0]:
+        return RecsqlError(f"recs column {plan.score_col!r} has {int(row[0])} score(s) outside [0, 1]; with "
+                           f"target={plan.policy} the score is the target policy's probability of showing the item"
+                           f"{' at the position' if plan.policy == 'positions' else ''}: give probabilities (e.g. "
+                           f"a softmax of the model's scores per context{' and position' if plan.policy == 'positions' else ''}), "
+                           "or use target=list to evaluate the ranked lists")
+    if len(row) > 1 and row[1]:
+        return RecsqlError(f"recs column {plan.recs_position_col!r} (position_col) has {int(row[1])} position(s) that "
+                           "are not a whole number >= 1 (1 is the first slot), as the logs' positions are")
+    return None
+
+
+def explain_policy_excess(plan: Plan, found: int) -> RecsqlError:
+    """The error for ``found`` groups of recs whose probabilities sum above 1 (recsql/compose/policy.py)."""
+    groups = ("contexts (users)" if plan.policy == "scores" else
+              "groups of a context and a position (one item per slot), or of a context and an item (an item is "
+              "shown at most once),")
+    per = "context" if plan.policy == "scores" else "context and position"
+    return RecsqlError(f"recs column {plan.score_col!r}: with target={plan.policy} the scores are the target policy's "
+                       f"probabilities, and {found} {groups} sum above 1, which no policy's do: normalise them per "
+                       f"{per} (e.g. a softmax), or use target=list to evaluate the ranked lists")
 
 
 _ITEM_RULES = {"price": "a price must be a finite number >= 0", "probability": "a probability must be in [0, 1]",
@@ -115,7 +152,8 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     best = "Pass duplicates='best' to keep each item's best-ranked row."
     highest = "Pass duplicates='max' to keep the highest relevance."
     # role -> (its rows with internal names, its run keys, its key columns after user and item, the fix)
-    keyed = {"recs": (lambda: recs_in(plan), runs, {}, best),
+    position = {"position": plan.recs_position_col} if plan.policy == "positions" else {}  # a policy per position
+    keyed = {"recs": (lambda: recs_in(plan), runs, position, best),
              "truth": (lambda: truth_in(plan), truth_runs(plan), {}, highest),
              "expected_recs": (lambda: expected_in(plan), [], {}, best),
              "intents": (lambda: intents_in(plan), [], {"intent": plan.intent_col}, highest)}
@@ -133,9 +171,14 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
             keys, names = ["item_id", "feature"], [plan.item_col, plan.feature_col]
         fix = "Remove the repeated rows, or pass duplicates='best' to keep one row per key (the largest value of each column)."
     if role == "recs":
-        known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols)}
+        known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols,
+                                     *position.values())}
         extra = [c for c in recs_columns if c.lower() not in known]
-        if extra:
+        positioned = next((c for c in extra if c.lower() == (plan.position_col or "position").lower()), None)
+        if plan.policy == "scores" and positioned:  # a stochastic ranking's rows, one per position
+            fix = (f"If the scores are the target's probabilities per position (column {positioned!r}), use "
+                   "target=positions instead of target=scores.")
+        elif extra:
             fix = (f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
                    f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
     groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
@@ -161,6 +204,8 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
     for role in ("recs", "truth", "expected_recs", "items", "item_features", "intents"):
         if found.get(f"{role}_duplicate_rows"):
             raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
+    if found.get("recs_policy_excess"):
+        raise explain_policy_excess(plan, found["recs_policy_excess"])
     refuse_logs(runner, plan, found)
 
 

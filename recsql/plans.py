@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from .arguments import EXTRA_COLUMNS, refuse_result_name
 from .compose import ITEM_VALUE_INVALID, Plan
+from .compose.policy import target_policy
 from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
 from .engines.base import Runner
@@ -149,6 +150,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         require_number(sources["interactions"], weight, "interaction weight")
         item_columns["interaction_weight_col"] = weight
     item_columns.update(_log_columns(sources, cols))
+    item_columns.update(_policy_columns(recs, cols, metrics))
     # text ids and run keys take the dialect's binary collation (bytewise order, 'B' and 'b' two runs);
     # dates and other non-text ids compare by value as they are
     staged_runs = (*runs, sample) if sample else runs  # a sample column is the stage's last run key (compose.staged)
@@ -206,6 +208,17 @@ def _log_columns(sources: dict[str, Source], cols: dict[str, Any]) -> dict[str, 
         found["model_reward_col"] = resolve_column(sources["reward_model"], cols["reward_col"], "reward_col")
         require_number(sources["reward_model"], found["model_reward_col"], "predicted reward")
     return found
+
+
+def _policy_columns(recs: Source, cols: dict[str, Any], metrics: list[Metric]) -> dict[str, Any]:
+    """What the recs are to the estimators' target (recsql/compose/policy.py), and for a policy per position
+    (target=positions) the recs' position column: the logs' name, ``position_col``, as recs spell it."""
+    policy = target_policy(metrics)
+    if policy != "positions":
+        return {"policy": policy}
+    column = resolve_column(recs, cols["position_col"] or "position", "position_col")
+    require_number(recs, column, "position (1 is the first) of the target policy's probabilities")
+    return {"policy": policy, "recs_position_col": column}
 
 
 def _segment_columns(segments: Source, cols: dict[str, Any], runs: tuple[str, ...]) -> dict[str, Any]:

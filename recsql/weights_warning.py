@@ -76,7 +76,9 @@ def _weights_of(m: Metric) -> Metric | None:
     kind = "slate" if "slate_propensity" in needs else "cascade" if "cascade_propensity" in needs else "impression"
     if "log_pbm" in m.spec.features(options):
         return None
-    return Metric(ESS) if kind == "impression" else Metric(ESS, weights=kind)
+    if kind == "impression":  # slate_iips and slate_sniips: their target's weights (target=positions: the recs')
+        return Metric(ESS) if options.get("target", "list") == "list" else Metric(ESS, target=options["target"])
+    return Metric(ESS, weights=kind)
 
 
 def _estimators(metrics: Sequence[Metric]) -> dict[Metric, list[Metric]]:

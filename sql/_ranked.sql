@@ -740,7 +740,8 @@ cascade_rows AS (
 ),
 log_policy AS (
     -- per run and logged context, the reward model's value of a stochastic target (target = scores):
-    -- Σ_a π_e(a|x) q̂(x, a), π_e(a|x) = the recs' score of (x, a)
+    -- Σ_a π_e(a|x) q̂(x, a), π_e(a|x) = the recs' score of (x, a); for a policy per position (target =
+    -- positions) per context and position k, Σ_a π_e(a at k|x) q̂(x, a) (recsql/compose/stage.py _per_position)
     SELECT r.run_keys, r.user_id, SUM(-r.ord * q.reward) AS policy_q
     FROM recs_in AS r
     JOIN reward_model_in AS q ON r.user_id = q.user_id AND r.item_id = q.item_id
@@ -802,8 +803,9 @@ log_rows AS (
 ),
 log_positions AS (
     -- log_rows with, per run and logged position, the number of logged rows there and the sums of their
-    -- independent weights (log_pe_list / log_propensity) and cascade weights (log_pe_cascade /
-    -- log_cascade_propensity): the self-normalized slate estimators' per-position normalisers. A window over
+    -- independent weights (log_pe_list / log_propensity; log_pe_scores / log_propensity for a target policy
+    -- per position) and cascade weights (log_pe_cascade / log_cascade_propensity): the self-normalized slate
+    -- estimators' per-position normalisers. A window over
     -- log_rows' own windows, hence a CTE of its own; when no metric reads them the composer drops the three
     -- columns, and this CTE, which then only passes log_rows on, with them
     SELECT run_keys, user_id, src, log_pe_list, log_pe_scores, log_propensity, log_reward, log_q_factual, log_q_list,
@@ -811,7 +813,8 @@ log_positions AS (
         log_position, log_list_rank, log_slate_depth, log_exam_list, log_exam_logged,
         COUNT(*) OVER (PARTITION BY run_keys, log_position) AS log_position_rows,
         SUM(log_pe_list / log_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_iw,
-        SUM(log_pe_cascade / log_cascade_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_cw
+        SUM(log_pe_cascade / log_cascade_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_cw,
+        SUM(log_pe_scores / log_propensity) OVER (PARTITION BY run_keys, log_position) AS log_position_sw
     FROM log_rows
 ),
 stacked AS (
@@ -904,7 +907,8 @@ stacked AS (
         CAST(log_pe_cascade AS DOUBLE) AS log_pe_cascade, CAST(log_slate_propensity AS DOUBLE) AS log_slate_propensity,
         CAST(log_cascade_propensity AS DOUBLE) AS log_cascade_propensity,
         CAST(log_position_rows AS BIGINT) AS log_position_rows, CAST(log_position_iw AS DOUBLE) AS log_position_iw,
-        CAST(log_position_cw AS DOUBLE) AS log_position_cw, CAST(log_position AS DOUBLE) AS log_position,
+        CAST(log_position_cw AS DOUBLE) AS log_position_cw, CAST(log_position_sw AS DOUBLE) AS log_position_sw,
+        CAST(log_position AS DOUBLE) AS log_position,
         CAST(log_list_rank AS DOUBLE) AS log_list_rank, CAST(log_slate_depth AS DOUBLE) AS log_slate_depth,
         CAST(log_exam_list AS DOUBLE) AS log_exam_list, CAST(log_exam_logged AS DOUBLE) AS log_exam_logged
     FROM log_positions
@@ -938,7 +942,7 @@ ranked AS (
         s.ee_model, s.ee_patience, s.ee_utility, s.ee_exposure, s.ee_target,
         s.log_pe_list, s.log_pe_scores, s.log_propensity, s.log_reward, s.log_q_factual, s.log_q_list, s.log_q_scores,
         s.log_slate_first, s.log_pe_slate, s.log_pe_cascade, s.log_slate_propensity, s.log_cascade_propensity,
-        s.log_position_rows, s.log_position_iw, s.log_position_cw, s.log_position, s.log_list_rank, s.log_slate_depth,
+        s.log_position_rows, s.log_position_iw, s.log_position_cw, s.log_position_sw, s.log_position, s.log_list_rank, s.log_slate_depth,
         s.log_exam_list, s.log_exam_logged,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog, tl.n_tail AS n_tail

@@ -2,12 +2,12 @@
 -- family: off_policy
 -- k: none
 -- population: global
--- params: target enum(list, scores) = list; tau number in (0, inf) = auto (no switch: dr)
+-- params: target enum(list, scores, positions) = list; tau number in (0, inf) = auto (no switch: dr)
 -- needs: logs; reward_model
--- stage: logs; log_list if target = list; log_scores if target = scores; log_factual; log_model_list if target = list; log_model_scores if target = scores
--- let: is_log = src = 18; pe = CASE WHEN $target = 'scores' THEN log_pe_scores ELSE log_pe_list END; w = pe() / log_propensity; n_impressions = SUM(CASE WHEN is_log() THEN 1 END); q_target = CASE WHEN $target = 'scores' THEN log_q_scores ELSE log_q_list END
+-- stage: logs; log_list if target = list; log_scores if target = scores; log_scores if target = positions; log_factual; log_model_list if target = list; log_model_scores if target = scores; log_model_scores if target = positions
+-- let: is_log = src = 18; pe = CASE WHEN $target = 'list' THEN log_pe_list ELSE log_pe_scores END; w = pe() / log_propensity; n_impressions = SUM(CASE WHEN is_log() THEN 1 END); q_target = CASE WHEN $target = 'list' THEN log_q_list ELSE log_q_scores END
 -- range: (-inf, inf)
--- formula: switch-DR = DM + (1/n) Σ_i 1{w_i ≤ τ} (tau = τ; auto: no switch, DR) w_i (r_i − q̂(x_i, a_i)): the reward model alone where a weight exceeds τ, DR elsewhere (w_i, q̂ and DM as dr); NULL without logged impressions; π_e for target = list: 1 where the run's list puts the logged item at the logged position, else 0; for target = scores: the recs' score of the item (the position not read)
+-- formula: switch-DR = DM + (1/n) Σ_i 1{w_i ≤ τ} (tau = τ; auto: no switch, DR) w_i (r_i − q̂(x_i, a_i)): the reward model alone where a weight exceeds τ, DR elsewhere (w_i, q̂ and DM as dr); NULL without logged impressions; π_e for target = list: 1 where the run's list puts the logged item at the logged position, else 0; for target = scores: the recs' score of the item (the position not read); for target = positions: the recs' score on the row of the item at the logged position (recs as a stochastic ranking policy, π_e(a at k | x))
 -- cite: Wang, Agarwal & Dudík, ICML 2017 (optimal and adaptive off-policy evaluation, switch estimator); as obp.ope.SwitchDoublyRobust (Saito et al. 2021)
 SELECT
     user_id,

@@ -9,6 +9,7 @@ from sqlglot import exp
 from ..trees import not_finite, parse
 from .log_checks import LOG_CHECKS, LOG_KEYS, MISSING_PREDICTIONS, inconsistent_slates, invalid_log_row, slate_rules
 from .plan import Plan, internal_runs, logs_runs, segment_runs, truth_runs
+from .policy import invalid_probability, policy_excess
 from .rewrite import union_all
 
 
@@ -18,7 +19,7 @@ from .rewrite import union_all
 # by n rows counts n - 1) among the rows the metrics read (recs: the ranked rows kept, positions <=
 # the largest k, or the whole list), always 0 under a de-duplicating policy (the query keeps one row
 # per key). One value per input, over every run, copied onto every summary row.
-DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
+DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "recs_policy_excess", "truth_invalid_rows", "truth_duplicate_rows",
                "expected_recs_invalid_rows", "expected_recs_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
                "item_features_duplicate_rows", "intents_invalid_rows", "intents_duplicate_rows",
                "interactions_invalid_rows", "users_without_segment", "segment_duplicate_users",
@@ -73,12 +74,12 @@ def _extra_copies(table: str, keys: list[str], name: str, max_rank: int | None =
 _HEAD_INVALID, _HEAD_ROWS = "_invalid_rows", "_rows"
 
 
-def _heads_checks(heads: exp.Select, keys: list[str]) -> exp.Select:
+def _heads_checks(heads: exp.Select, keys: list[str], also: exp.Expression | None = None) -> exp.Select:
     """recs' invalid rows and row count from the per-user top-k heaps (DuckDB's stage CTE
     list_heads, which groups every row of recs_in by run and user): the heaps' aggregate counts each
     group's rows with a NULL key or order or a non-finite order, so recs is scanned once, by the
     heaps, and not kept as a whole. Same counts as :func:`_invalid` over recs_in."""
-    heads.select(exp.alias_(_rows_where(_bad_row([*keys, "ord"], ["ord"])), _HEAD_INVALID),
+    heads.select(exp.alias_(_rows_where(_bad_row([*keys, "ord"], ["ord"], also)), _HEAD_INVALID),
                  exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), _HEAD_ROWS), copy=False)
     return exp.select(exp.alias_(_rows_where_sum(exp.column(_HEAD_INVALID)), "recs_invalid_rows"),
                       exp.alias_(_rows_where_sum(exp.column(_HEAD_ROWS)), RECS_ROWS)).from_("list_heads")
@@ -154,19 +155,25 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
 
     # over the input CTEs (a de-duplicating policy's one row per key: the rows the metrics read)
     recs_keys = [*runs, "user_id", "item_id"]
+    improbable = invalid_probability(plan)  # a target policy's probability out of range (recsql/compose/policy.py)
     if heads is not None:
-        parts.append(_heads_checks(heads, recs_keys))
+        parts.append(_heads_checks(heads, recs_keys, improbable))
     else:
-        parts.append(_invalid("recs_in", [*recs_keys, "ord"], ["ord"], "recs_invalid_rows", RECS_ROWS))
+        parts.append(_invalid("recs_in", [*recs_keys, "ord"], ["ord"], "recs_invalid_rows", RECS_ROWS, improbable))
     names.append("recs_invalid_rows")
     if dedup:
         duplicates("recs_duplicate_rows", "", [])
     else:  # the ranked rows kept, of the main list and of a second view's list: the larger count
         names.append("recs_duplicate_rows")
-        per_list = union_all([_heads_copies() if heads is not None and t == "list_ranked"
-                              else _extra_copies(t, recs_keys, "d", cut) for t, cut in cuts.items() if t in read])
+        # a policy per position holds an item on several rows, one per position: its key has the position
+        per_list = union_all([_extra_copies("recs_in", [*recs_keys, "position"], "d")] if plan.policy == "positions"
+                             else [_heads_copies() if heads is not None and t == "list_ranked"
+                                   else _extra_copies(t, recs_keys, "d", cut) for t, cut in cuts.items() if t in read])
         parts.append(exp.select(exp.alias_(exp.cast(exp.Max(this=exp.column("d")), "BIGINT"), "recs_duplicate_rows"))
                      .from_(per_list.subquery("l")))
+    if plan.policy is not None:
+        parts.append(policy_excess(plan, runs))
+        names.append("recs_policy_excess")
     if plan.truth is not None and "truth_in" in read:
         too_large = exp.GT(this=exp.column("relevance"), expression=exp.Literal.number(MAX_EXPONENT)) if exponent else None
         parts.append(_invalid("truth_in", [*truth_runs(plan), "user_id", "item_id", "relevance"],

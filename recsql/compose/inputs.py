@@ -64,10 +64,15 @@ def _keys(plan: Plan, with_runs: bool, role: str) -> list[exp.Expression]:
 
 
 def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
-    """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank)."""
+    """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank). A target policy
+    per position (``plan.policy``) keys its rows by the position too."""
     order = exp.cast(quoted_column(plan.rank_col or plan.score_col), order_datatype(plan.ord_type))
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
-    rows = _keyed_input(plan.recs, _keys(plan, True, role), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
+    keys = _keys(plan, True, role)
+    if role == "recs" and plan.policy == "positions":  # a policy per position: (context, item, position) rows
+        position = quoted_column(plan.recs_position_col or plan.position_col or "position")
+        keys.append(exp.alias_(exp.cast(position, "DOUBLE"), "position"))
+    rows = _keyed_input(plan.recs, keys, ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
     if role == "recs" and plan.weight_col is not None:  # the lists' weights (compare's resamples: one row per item)
         rows.set("expressions", [*rows.expressions, exp.alias_(exp.cast(quoted_column(plan.weight_col), "BIGINT"),
                                                                "list_weight")])

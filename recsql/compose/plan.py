@@ -123,6 +123,13 @@ class Plan:
     slate_propensity_col: str | None = None
     cascade_propensity_col: str | None = None
     reward_col: str = "reward"
+    # What the recs are to the off-policy estimators' target (docs/guide/logs.md, "The target policy"): None,
+    # lists; "scores", the probability π_e(a | x) of each (context, item) in the score column; "positions", the
+    # probability π_e(a at k | x) of each (context, item, position) row, the position in the recs' column
+    # ``recs_position_col`` (the logs' position column, as recs spells it). Set from the metrics asked
+    # (recsql.compose.target_policy).
+    policy: str | None = None
+    recs_position_col: str | None = None
     model_reward_col: str | None = None  # the reward model's reward column as it spells it (None: reward_col)
     # The logs carry the run keys: each run estimated on its own rows of them (recsql.compare's resampled
     # contexts, recsql/comparison_logged.py), never a user's option.

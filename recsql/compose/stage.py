@@ -127,6 +127,19 @@ def _slate_per_copy(select: exp.Select) -> None:
             window.set("partition_by", [*keys, exp.column("copy", table="l")])
 
 
+def _per_position(ctes: dict[str, exp.CTE]) -> None:
+    """A target policy per position (Plan.policy "positions"): log_rows reads the recs' probability of the logged
+    item at the logged position (join ``c``), and log_policy's value of the target per context and position,
+    Σ_a π_e(a at k | x) q̂(x, a), at the logged position (join ``p``)."""
+    policy = ctes["log_policy"].this
+    policy.set("expressions", [*policy.expressions, exp.column("position", table="r")])
+    policy.set("group", exp.Group(expressions=[*policy.args["group"].expressions, exp.column("position", table="r")]))
+    for join in ctes["log_rows"].this.args["joins"]:
+        if join.alias_or_name in ("c", "p"):
+            join.set("on", exp.and_(join.args["on"], exp.column("position", table=join.alias_or_name)
+                                    .eq(exp.column("position", table="l"))))
+
+
 def _key_examination(ctes: dict[str, exp.CTE], keys: list[str]) -> None:
     """``log_examination`` per value of the logs' run ``keys`` and position, and log_rows' two joins of it on
     the row's own keys: each run's examination estimated from its own logs."""
@@ -355,6 +368,8 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         key_join(ctes["log_rows"].this, "runs", "l", internal_runs(plan))
         ctes["log_rows"].this.set("where", None)
         _read_instead(ctes["runs"].this, "recs_in", "logs_in")
+    if plan.policy == "positions":
+        _per_position(ctes)
     if plan.logs_copy_col:  # compare's resampled traffic: a slate is a context's rows within one copy
         _slate_per_copy(ctes["log_rows"].this)
     if logs_runs(plan):  # logs per run: the examination estimated per value of the logs' run keys too

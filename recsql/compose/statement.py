@@ -19,6 +19,7 @@ from .inputs import (expected_in, catalog_in, features_in, intents_in, interacti
                      reward_model_in, segments_in, truth_in)
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
+from .policy import with_policy
 from .plan import (GLOBAL_SRC, INTENT_POPULATION_SQL, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS,
                    TIES, Plan, internal_runs, staged)
 from .rewrite import fold_constants, prune, reachable, union_branches
@@ -76,6 +77,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
                               f"metrics that do: {', '.join(tie_averaged())} (ndcg/idcg not with ideal=list). "
                               "Use ties='item_id' (deterministic) for the others")
     refuse_logged(plan, resolved)
+    plan = with_policy(plan, resolved)  # what the recs are to the estimators' target
     needed = check_inputs(resolved, *plan_inputs(plan))
     second, second_metrics = second_view(plan, resolved)
     stage = build_stage(plan, resolved, second, second_metrics)
@@ -183,7 +185,7 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
     logged = [m for m in metrics if "logs" in m.spec.features(m.all_options())]
     if not logged:
         return
-    scored = next((m for m in logged if m.all_options().get("target") == "scores"), None)
+    scored = next((m for m in logged if m.all_options().get("target") in ("scores", "positions")), None)
     if scored is not None and plan.rank_col:
         raise RecsqlError(f"metric {str(scored)!r} reads the recs' scores as the target policy's probabilities, and "
                           f"these recs are ordered by rank_col={plan.rank_col!r}: pass score_col='<probability "
@@ -194,10 +196,11 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
                           "column: pass position_col='<column>' (1 is the first slot), or use the estimators of one "
                           "slot (ips, snips, ...)")
     scored_slate = next((m for m in logged if m.all_options().get("weights", "impression") != "impression"
-                         and m.all_options().get("target") == "scores"), None)
+                         and m.all_options().get("target", "list") != "list"), None)
     if scored_slate is not None:
         raise RecsqlError(f"metric {str(scored_slate)!r}: the slate and cascade weights are those of the run's list "
-                          f"(as slate_ips and slate_rips weigh), not of the recs' scores: drop target=scores")
+                          f"(as slate_ips and slate_rips weigh), not of the recs' scores: drop "
+                          f"target={scored_slate.all_options()['target']}")
     guessed = next((m for m in logged if m.all_options().get("logging") == "ranking"
                     and m.all_options().get("examination") == "logs"), None)
     if guessed is not None:
