@@ -29,7 +29,7 @@ LAYERS = (
       "recsql.metrics", "recsql.dialects")),
     ("compose", "SQL text from a plan, never run: the one query, its memo, the comparison's statistics statement",
      ("recsql.compose", "recsql.compose.plan", "recsql.compose.rewrite", "recsql.compose.inputs",
-      "recsql.compose.checks", "recsql.compose.log_checks", "recsql.compose.needs", "recsql.compose.exposure",
+      "recsql.compose.policy", "recsql.compose.checks", "recsql.compose.log_checks", "recsql.compose.needs", "recsql.compose.exposure",
       "recsql.compose.expressions", "recsql.compose.weights", "recsql.compose.samples", "recsql.compose.stage", "recsql.compose.intents",
       "recsql.compose.statement", "recsql.compose.columns", "recsql.compose.empty", "recsql.compose.unread",
       "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
