@@ -139,3 +139,25 @@ def test_the_estimators_equal_obps_on_the_open_bandit_dataset_sample(obp_cases):
         assert len(case["expected"]) == 7
         for metric, want in case["expected"].items():
             assert math.isclose(got[metric], want, rel_tol=1e-9, abs_tol=1e-12), (case["case"], metric, got[metric], want)
+
+
+def test_a_stochastic_ranking_per_position_equals_obps(obp_cases):
+    """target=positions: a stochastic target ranking given as recs rows (context, item, position, probability).
+    On the Open Bandit Dataset sample, a mixture of four rankings per impression (obp's action_dist over item and
+    position): every bandit estimator, ess and max_weight equal obp's. On obp's synthetic slates, a Plackett-Luce
+    target whose marginal π_e(a at k | x) obp computes: slate_iips and slate_sniips equal obp's."""
+    out = obp_cases[0]
+    cases = json.loads((out / "positions_cases.json").read_text(encoding="utf-8"))
+    assert len(cases) == 5
+    for case in cases:
+        slates = case["case"].startswith("seed")
+        folder = out / ("slates_positions" if slates else "") / case["case"]
+        logs, recs = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs"))
+        model = None if slates else pd.read_parquet(folder / "reward_model.parquet")
+        if not slates:  # the target shows about half of the logged items where they were logged
+            assert 0.4 * case["n"] < case["weighed"] < 0.6 * case["n"], case
+        got = recsql.evaluate(recs, None, list(case["expected"]), logs=logs, reward_model=model,
+                              min_ess_share=0).summary.iloc[0]
+        assert len(case["expected"]) == (2 if slates else 9)
+        for metric, want in case["expected"].items():
+            assert math.isclose(got[metric], want, rel_tol=1e-9, abs_tol=1e-12), (case["case"], metric, got[metric], want)

@@ -61,7 +61,7 @@ def _with_target(metric: str, target: str) -> str:
     if target == "list":
         return metric
     name, _, rest = metric.partition("(")
-    return f"{name}(target=scores{',' + rest if rest else ')'}"
+    return f"{name}(target={target}{',' + rest if rest else ')'}"
 
 
 def case(seed: int, target: str, out: Path) -> dict:
@@ -277,6 +277,87 @@ def obd_case(out: Path, behavior_policy: str) -> dict:
             "expected": expected}
 
 
+def _positions_frame(users: np.ndarray, items: np.ndarray, positions: np.ndarray, probability: np.ndarray) -> pd.DataFrame:
+    """A stochastic ranking policy as recsql's target=positions reads it: (user, item, position 1.., score) rows,
+    one per (user, item, position) the policy may show, the score its probability π_e(a at k | x)."""
+    frame = pd.DataFrame({"user_id": users.astype("int64"), "item_id": items.astype("int64"),
+                          "position": positions.astype("int64") + 1, "score": probability.astype("float64")})
+    return frame[frame["score"] > 0].groupby(["user_id", "item_id", "position"], as_index=False)["score"].sum()
+
+
+def obd_positions_case(out: Path, behavior_policy: str) -> dict:
+    """The Open Bandit Dataset sample with a stochastic target ranking per impression: a mixture of four rankings
+    of three items (one of them the logged item at its logged position, for about half of the impressions), with
+    seeded Dirichlet weights; π_e(a at k | x) is the weight of the rankings that put a at k, given to obp as its
+    action_dist (n, items, positions) and to recsql as recs rows (target=positions). The reward model is the
+    item's click rate plus seeded noise, the same at every position."""
+    feedback = _Sample(behavior_policy=behavior_policy, campaign="all").obtain_batch_bandit_feedback()
+    n, n_items, len_list = feedback["n_rounds"], feedback["n_actions"], int(feedback["position"].max() + 1)
+    rng = np.random.default_rng({"random": 23, "bts": 29}[behavior_policy])
+    mixtures, action_dist = 4, np.zeros((n, n_items, len_list))
+    for i in range(n):
+        weights = rng.dirichlet(np.ones(mixtures))
+        for m in range(mixtures):
+            ranking = list(rng.permutation(n_items)[:len_list])
+            if m == 0 and rng.random() < 0.5 and feedback["action"][i] not in ranking:
+                ranking[feedback["position"][i]] = feedback["action"][i]
+            action_dist[i, ranking, np.arange(len_list)] += weights[m]
+    rate = np.bincount(feedback["action"], weights=feedback["reward"], minlength=n_items) / np.maximum(
+        np.bincount(feedback["action"], minlength=n_items), 1)
+    q = np.clip(rate[None, :] + rng.normal(0, 0.01, size=(n, n_items)), 0, 1)
+    folder = out / f"obd_positions_{behavior_policy}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"user_id": np.arange(n), "item_id": feedback["action"].astype("int64"),
+                  "position": feedback["position"].astype("int64") + 1, "propensity": feedback["pscore"].astype("float64"),
+                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    users, items, positions = np.nonzero(action_dist)
+    _positions_frame(users, items, positions, action_dist[users, items, positions]).to_parquet(folder / "recs.parquet")
+    pd.DataFrame({"user_id": np.repeat(np.arange(n), n_items), "item_id": np.tile(np.arange(n_items), n),
+                  "reward": q.reshape(-1)}).to_parquet(folder / "reward_model.parquet")
+    given = dict(reward=feedback["reward"], action=feedback["action"], position=feedback["position"],
+                 pscore=feedback["pscore"], action_dist=action_dist)
+    expected = {}
+    for metric, estimator in _estimators().items():
+        model = {} if metric.startswith("ips") or metric == "snips" else {
+            "estimated_rewards_by_reg_model": np.repeat(q[:, :, np.newaxis], len_list, axis=2)}
+        expected[_with_target(metric, "positions")] = float(estimator.estimate_policy_value(**given, **model))
+    weights = action_dist[np.arange(n), feedback["action"], feedback["position"]] / feedback["pscore"]
+    expected["ess(target=positions)"] = float(weights.sum() ** 2 / (weights ** 2).sum())
+    expected["max_weight(target=positions)"] = float(weights.max())
+    return {"case": folder.name, "n": int(n), "weighed": int((weights > 0).sum()), "expected": expected}
+
+
+def slate_positions_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_type: str, structure: str,
+                         out: Path) -> dict:
+    """obp's synthetic slates with a stochastic target: a Plackett-Luce ranking of the seeded logits (softmax
+    draws without replacement); obp computes the marginal π_e(a at k | x) of each logged row (its
+    evaluation_policy_pscore_item_position), given to recsql as recs rows (target=positions); obp's
+    SlateIndependentIPS and its self-normalized form read the same."""
+    common = dict(n_unique_action=n_items, len_list=len_list, dim_context=3, reward_type=reward_type,
+                  reward_structure=structure, random_state=seed,
+                  base_reward_function=logistic_reward_function if reward_type == "binary" else linear_reward_function)
+    data = SyntheticSlateBanditDataset(**common, behavior_policy_function=linear_behavior_policy_logit)
+    feedback = data.obtain_batch_bandit_feedback(n_rounds=n_rounds, return_pscore_item_position=True)
+    logits = np.random.default_rng(seed + 3000).normal(scale=1.5, size=(n_rounds, n_items))
+    _, pe_item_position, _ = data.obtain_pscore_given_evaluation_policy_logit(
+        action=feedback["action"], evaluation_policy_logit_=logits, return_pscore_item_position=True)
+    folder = out / "slates_positions" / f"seed{seed}_n{n_rounds}_a{n_items}_l{len_list}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"user_id": feedback["slate_id"].astype("int64"), "item_id": feedback["action"].astype("int64"),
+                  "position": feedback["position"].astype("int64") + 1,
+                  "propensity": feedback["pscore_item_position"].astype("float64"),
+                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    _positions_frame(feedback["slate_id"], feedback["action"], feedback["position"],
+                     pe_item_position).to_parquet(folder / "recs.parquet")
+    given = dict(slate_id=feedback["slate_id"], reward=feedback["reward"], position=feedback["position"],
+                 pscore_item_position=feedback["pscore_item_position"],
+                 evaluation_policy_pscore_item_position=pe_item_position)
+    expected = {"slate_iips(target=positions)": SlateIndependentIPS(len_list=len_list).estimate_policy_value(**given),
+                "slate_sniips(target=positions)":
+                    SelfNormalizedSlateIndependentIPS(len_list=len_list).estimate_policy_value(**given)}
+    return {"case": folder.name, "expected": {k: float(v) for k, v in expected.items()}}
+
+
 def main(out: Path) -> None:
     cases = [case(seed, target, out) for seed in SEEDS for target in ("list", "scores")]
     (out / "cases.json").write_text(json.dumps(cases, indent=1), encoding="utf-8")
@@ -284,6 +365,9 @@ def main(out: Path) -> None:
     (out / "slate_cases.json").write_text(json.dumps(slates, indent=1), encoding="utf-8")
     (out / "obd_cases.json").write_text(json.dumps([obd_case(out, policy) for policy in ("random", "bts")], indent=1),
                                         encoding="utf-8")
+    (out / "positions_cases.json").write_text(json.dumps(
+        [obd_positions_case(out, policy) for policy in ("random", "bts")]
+        + [slate_positions_case(*spec, out) for spec in SLATE_CASES[:3]], indent=1), encoding="utf-8")
     (out / "pbm_cases.json").write_text(json.dumps([pbm_case(*spec, out) for spec in PBM_CASES], indent=1),
                                         encoding="utf-8")
     (out / "zero_position.json").write_text(json.dumps(zero_position_case(out)), encoding="utf-8")  # NaN as NaN

@@ -10,9 +10,10 @@ Inputs are lists of dict rows for ONE run:
 The target's probability π_e(a | x, p) of the logged item a at the logged position p (1 without a
 position): target = list, 1 if the user's list (score descending, ties by item id ascending) holds a
 at position p, else 0; target = scores, the recs' score of (x, a), 0 for an item the recs do not hold
-(the position is not read). w_i = π_e / π0, the logged propensity. Empty recs are no run: no value.
+(the position is not read); target = positions, the recs' score on the row (x, a, p) (recs rows carry a
+position: a stochastic ranking policy), 0 where the recs have no such row. w_i = π_e / π0, the logged propensity. Empty recs are no run: no value.
 
-The slate estimators (target = list only) read a logged slate as the rows of one user (the context), with
+The slate estimators (target = list; slate_iips and slate_sniips also target = positions) read a logged slate as the rows of one user (the context), with
 their positions, and each row's slate_propensity (π0 of the whole slate) and cascade_propensity (π0 of the
 slate's items at positions 1..k, on the row of position k); they average over the slates, not the rows:
 slate_ips Σ_rows 1{list holds every logged item of the slate where it was logged} / slate_propensity · r,
@@ -78,9 +79,12 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
         raise ValueError(f"{name} needs a reward model")
     lists = lists_of(recs, use_rank)
     scores = {(r["user_id"], r["item_id"]): r["score"] for r in recs} if not use_rank else {}
+    at = {(r["user_id"], r["item_id"], r["position"]): r["score"] for r in recs if "position" in r}  # target=positions
     q = {(r["user_id"], r["item_id"]): r["reward"] for r in reward_model or []}
 
     def pi_e(row):
+        if opts["target"] == "positions":
+            return float(at.get((row["user_id"], row["item_id"], row.get("position", 1)), 0.0))
         if opts["target"] == "scores":
             return float(scores.get((row["user_id"], row["item_id"]), 0.0))
         ranked = lists.get(row["user_id"], [])
@@ -90,6 +94,8 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
     def q_target(row):
         """Σ_a π_e(a | x) q̂(x, a) at the logged position."""
         user = row["user_id"]
+        if opts["target"] == "positions":
+            return sum(s * q[user, item] for (u, item, k), s in at.items() if u == user and k == row.get("position", 1))
         if opts["target"] == "scores":
             return sum(s * q[user, item] for (u, item), s in scores.items() if u == user)
         ranked = lists.get(user, [])
