@@ -17,6 +17,7 @@ from support import reference
 from support import reference_beyond
 from support import strategies
 import test_beyond_properties
+import test_logs_positions
 from support.cases import load, metric_of
 from recsql.families import FAMILIES
 from recsql.templates import read_template, template_names
@@ -33,7 +34,7 @@ def _drawn_options(name: str) -> dict[str, list]:
     drawn: dict[str, list] = {opt: [param.default] for opt, param in REGISTRY[name].params.items()}
     for opt, values in strategies.OPTION_VALUES.get(name, {}).items():
         drawn[opt] += values
-    for options in test_beyond_properties.OPTIONS.get(name, []):
+    for options in [*test_beyond_properties.OPTIONS.get(name, []), *test_logs_positions.OPTIONS.get(name, [])]:
         for opt, value in options.items():
             drawn[opt].append(value)
     return drawn
