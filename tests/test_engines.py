@@ -280,6 +280,39 @@ def test_slate_off_policy_estimators(engine):
     assert_same(got.summary, want.summary, ["model"])
 
 
+def test_a_stochastic_target_per_position(engine):
+    """target=positions (docs/guide/logs.md, "The target policy"): per run and user, each of run's top 3 as listed
+    with probability 0.7 and reversed with 0.3, given as (item, position, probability) rows; the estimators and
+    the probabilities' checks give DuckDB's numbers (themselves checked against obp and the reference:
+    tests/test_logs_positions.py)."""
+    data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+    recs = pd.read_parquet(data / "recs.parquet").query("user_id < 30").reset_index(drop=True)
+    recs["model"] = recs["model"].astype(str)
+    ranked = recs.sort_values(["model", "user_id", "score", "item_id"], ascending=[True, True, False, True])
+    policy, logged = [], []
+    for (model, user), items in ranked.groupby(["model", "user_id"])["item_id"]:
+        top = list(items)[:3]
+        for weight, ranking in ((0.7, top), (0.3, top[::-1])):
+            policy += [{"model": model, "user_id": user, "item_id": item, "position": k, "score": weight}
+                       for k, item in enumerate(ranking, start=1)]
+        if model == ranked["model"].min():  # the logged slate: the top 3 of the first run, shifted by one
+            logged += [{"user_id": user, "item_id": item, "position": k, "propensity": 0.2 + 0.1 * (item % 5),
+                        "reward": float((item + user) % 2)} for k, item in enumerate(top[1:] + top[:1], start=1)]
+    policy = pd.DataFrame(policy).groupby(["model", "user_id", "item_id", "position"], as_index=False)["score"].sum()
+    logs = pd.DataFrame(logged)
+    pairs = pd.concat([policy[["user_id", "item_id"]], logs[["user_id", "item_id"]]]).drop_duplicates()
+    model = pairs.assign(reward=0.1 * (pairs["item_id"] % 7)).reset_index(drop=True)
+    asked = [f"{name}(target=positions)" for name in ("ips", "snips", "dm", "dr", "slate_iips", "slate_sniips")]
+    got = recsql.evaluate(engine.load(policy), None, asked, con=engine.con, run_cols=["model"], logs=engine.load(logs),
+                          reward_model=engine.load(model))
+    want = recsql.evaluate(policy, None, asked, run_cols=["model"], logs=logs, reward_model=model)
+    assert (want.summary[asked].iloc[0] > 0).all()  # the first run weighs its logged slates
+    assert_same(got.summary, want.summary, ["model"])
+    over = pd.concat([policy, policy.iloc[[0]].assign(item_id=-1, position=1, score=0.5)])  # position 1 sums to 1.5
+    with pytest.raises(recsql.RecsqlError, match=r"sum above 1"):
+        recsql.evaluate(engine.load(over), None, asked[:1], con=engine.con, run_cols=["model"], logs=engine.load(logs))
+
+
 def test_logs_per_run(engine):
     """Logs that carry the run column (docs/guide/logs.md, "Logs per run"): each run estimated on its own rows,
     a run without logs NULL, as DuckDB gives them (themselves the reference's: tests/test_logs_per_run.py)."""
