@@ -48,11 +48,12 @@ def logged(found: dict[int, Metric]) -> list[int]:
 def plan_for(plan: Plan) -> Plan:
     """The resampled evaluation's plan: ``cmp_orecs`` as recs (run key :data:`RUN_COL`, scored by −ord, the
     evaluation's own order, under its tie rule, so each list is the one evaluate ranked, and target=scores
-    reads the score it read) and ``cmp_ologs`` as logs carrying that key; the reward model as the evaluation
+    reads the score it read; target=positions the position too) and ``cmp_ologs`` as logs carrying that key; the reward model as the evaluation
     read it. The ids are read from the evaluation's input CTEs, already cast; no other input (the estimators
     read none)."""
     recs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id",
-                      exp.alias_(exp.Neg(this=exp.column("ord")), SCORE_COL)).from_("cmp_orecs").subquery("cmp_orecs")
+                      exp.alias_(exp.Neg(this=exp.column("ord")), SCORE_COL),
+                      *(["position"] if plan.policy == "positions" else [])).from_("cmp_orecs").subquery("cmp_orecs")
     logs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id", "position", "propensity",
                       "reward", "slate_propensity", "cascade_propensity", "copy").from_("cmp_ologs").subquery("cmp_ologs")
     model = exp.select("user_id", "item_id", "reward").from_("cmp_model").subquery("cmp_model") \
@@ -60,7 +61,8 @@ def plan_for(plan: Plan) -> Plan:
     return dataclasses.replace(
         plan, recs=recs, truth=None, run_cols=(RUN_COL,), truth_has_runs=False, user_col="user_id", item_col="item_id",
         score_col=SCORE_COL, rank_col=None, relevance_col=None, logs=logs, logs_has_runs=True, logs_run_cols=(), reward_model=model,
-        position_col="position", propensity_col="propensity", reward_col="reward", model_reward_col="reward",
+        position_col="position", recs_position_col="position" if plan.policy == "positions" else None,
+        propensity_col="propensity", reward_col="reward", model_reward_col="reward",
         slate_propensity_col="slate_propensity" if plan.slate_propensity_col else None,
         cascade_propensity_col="cascade_propensity" if plan.cascade_propensity_col else None, logs_copy_col="copy",
         items=None, interactions=None, catalog=None, expected_recs=None, item_features=None, intents=None,
@@ -89,14 +91,16 @@ def contexts_cte() -> exp.CTE:
     return exp.CTE(this=select, alias=exp.to_identifier("cmp_contexts"))
 
 
-def lists_ctes(metrics: dict[int, Metric], runs: list[str], model: bool) -> list[exp.CTE]:
-    """``cmp_olists(run, user_idx, user_id, item_id, ord)``: each logged context's list in each run, from the
+def lists_ctes(metrics: dict[int, Metric], runs: list[str], model: bool, positions: bool = False) -> list[exp.CTE]:
+    """``cmp_olists(run, user_idx, user_id, item_id, ord, position)``: each logged context's list in each run (with
+    ``positions``, the target policy's rows per position: target=positions; else position NULL), from the
     evaluation's ``recs_in`` (run columns ``runs``) joined to ``cmp_runs``; ``cmp_logged_metrics(metric)``:
     the estimators' positions; with ``model``, ``cmp_model``: the evaluation's reward_model_in, under a name
     the resampled evaluation's own CTEs do not take."""
     on = exp.and_(*[exp.column(r, "r").eq(exp.column(f"_k{i}", "u")) for i, r in enumerate(runs)])
     rows = exp.select(exp.alias_(exp.column("run", "u"), "run"), exp.alias_(exp.column("user_idx", "c"), "user_idx"),
-                      *[exp.alias_(exp.column(c, "r"), c) for c in ("user_id", "item_id", "ord")]) \
+                      *[exp.alias_(exp.column(c, "r"), c) for c in ("user_id", "item_id", "ord")],
+                      exp.alias_(exp.column("position", "r") if positions else exp.cast(exp.null(), "DOUBLE"), "position")) \
         .from_(exp.alias_(exp.to_table("recs_in"), "r")) \
         .join(exp.alias_(exp.to_table("cmp_runs"), "u"), on=on) \
         .join(exp.alias_(exp.to_table("cmp_contexts"), "c"), on=exp.column("user_id", "r").eq(exp.column("user_id", "c")))
@@ -118,7 +122,8 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
     :func:`recsql.comparison_weighted.evaluation_ctes`) and their values per (run, baseline, resample, side)
     as ``cmp_global_logged`` (and ``cmp_global_logged_users``)."""
     found = {i: values.global_kinds[i] for i in logged(values.global_kinds)}
-    ctes = lists_ctes(found, values.runs, values.logged_plan.reward_model is not None)
+    ctes = lists_ctes(found, values.runs, values.logged_plan.reward_model is not None,
+                      values.logged_plan.policy == "positions")
     ctes += template(TEMPLATE, {**parameters, "max_draw": len(poisson_thresholds())})
     ctes += evaluation(values.logged_plan, found, PREFIX, "cmp_logged_values")
     return ctes + rename_relations(template(STATS_TEMPLATE, parameters, tuple(found)), RENAMED)

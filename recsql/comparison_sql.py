@@ -17,6 +17,7 @@ from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
 from .comparison_logged import contexts_cte, logged, positions_cte
 from .comparison_logged import plan_for as logged_plan
+from .compose.policy import with_policy
 from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
@@ -333,6 +334,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     if not plan.run_cols:
         raise RecsqlError("compare needs runs: name the run key columns of recs, e.g. run_cols='model' "
                           "(CLI: --run-col model)")
+    plan = with_policy(plan, metrics)  # target=positions: the resampled lists keep their positions
     kinds_global = global_metrics(metrics)
     if kinds_global and plan.sample_col is not None:
         first = metrics[min(kinds_global)]

@@ -21,10 +21,11 @@
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; randomization by swapping a unit's treatments: Fisher 1935, §21.
 --
 -- Inputs: logs_in (the evaluation's logged impressions), cmp_contexts(user_id, user_idx) (each logged context and
--- its draw index), cmp_olists(run, user_idx, user_id, item_id, ord) (each logged context's list in each run),
+-- its draw index), cmp_olists(run, user_idx, user_id, item_id, ord, position) (each logged context's list in each run; position:
+-- target=positions' rows per position, else NULL),
 -- cmp_draws, cmp_resamples, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_global_units,
 -- cmp_logged_metrics(metric).
--- Output: cmp_orecs(cmp_key, user_id, item_id, ord), cmp_ologs(cmp_key, user_id, item_id, position, propensity,
+-- Output: cmp_orecs(cmp_key, user_id, item_id, ord, position), cmp_ologs(cmp_key, user_id, item_id, position, propensity,
 -- reward, slate_propensity, cascade_propensity, copy: which of the context's w_x copies the row is, each copy its own
 -- slate for the slate estimators), cmp_logged_run_users(run, segment, w1), cmp_global_logged_users(run, baseline, metric, n). Compared without
 -- segments only (evaluate computes no estimator within segments): every unit is in the one segment 0.
@@ -46,7 +47,7 @@ cmp_logged_copies AS (
 ),
 cmp_orecs AS (
     SELECT CAST((u.unit * ($resamples + 1) + d.resample) * 4 + 3 AS BIGINT) AS cmp_key,
-        l.user_id AS user_id, l.item_id AS item_id, l.ord AS ord
+        l.user_id AS user_id, l.item_id AS item_id, l.ord AS ord, l.position AS position
     FROM cmp_olists AS l
     JOIN cmp_global_units AS u ON l.run = u.run AND u.baseline = 0
     JOIN cmp_logged_draws AS d ON l.user_idx = d.user_idx
@@ -54,7 +55,7 @@ cmp_orecs AS (
     UNION ALL
     SELECT CAST((u.unit * ($resamples + 1) + d.resample) * 4
                 + CASE WHEN (o.role = 1 AND d.s = 1) OR (o.role = 2 AND d.s = -1) THEN 1 ELSE 2 END AS BIGINT) AS cmp_key,
-        l.user_id AS user_id, l.item_id AS item_id, l.ord AS ord
+        l.user_id AS user_id, l.item_id AS item_id, l.ord AS ord, l.position AS position
     FROM cmp_global_owners AS o
     JOIN cmp_global_units AS u ON o.run = u.run AND o.baseline = u.baseline
     JOIN cmp_olists AS l ON l.run = o.owner

@@ -107,14 +107,14 @@ class Reference:
                 self.value(name, options, chosen("A", "B"), ones) if chosen("A", "B") else None)
 
 
-def statistics(recs, logs, model, resamples, seed) -> pd.DataFrame:
+def statistics(recs, logs, model, resamples, seed, metrics=METRICS) -> pd.DataFrame:
     """compare's statement (to_sql) run on DuckDB up to the estimators' values: cmp_global_logged (run, baseline,
     metric, resample, side, stat), runs numbered 1 (A) and 2 (B)."""
     con = duckdb.connect()
     for name, table in (("recs", recs), ("logs", logs), ("reward_model", model)):
         con.register(f"{name}_frame", table)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_frame")
-    sql = recsql.to_sql("recs", None, [m for m, _, _ in METRICS], run_cols="model", logs="logs",
+    sql = recsql.to_sql("recs", None, [m for m, _, _ in metrics], run_cols="model", logs="logs",
                         reward_model="reward_model", compare={"baseline": "A", "resamples": resamples, "seed": seed},
                         **SLATE_COLUMNS)
     tree = sqlglot.parse_one(sql, read="duckdb")
@@ -152,6 +152,44 @@ def test_each_resampled_estimate_is_the_estimator_over_the_drawn_contexts_and_sw
             for side, want in zip((1, 2), ref.sides(name, options, s[b - 1])):
                 mine = stats.get((2, 1, m, b, side))
                 assert _same(mine, want), (name, options, b, side, mine, want)
+    assert checked > 0
+
+
+POSITIONS = [(f"{name}(target=positions)", name, {"target": "positions"})
+             for name in ("ips", "snips", "dr", "ess", "slate_iips", "slate_sniips")]
+
+
+@settings(max_examples=8, deadline=None)
+@given(inputs(), st.integers(0, 300))
+def test_a_target_policy_per_position_is_resampled_as_the_reference(data, seed):
+    """target=positions: each run's lists made a stochastic ranking (as listed with probability 0.75, reversed
+    with 0.25, as (item, position, probability) rows); every resampled estimate and randomized side equals the
+    reference's on the reweighted logs."""
+    recs, logs, model = data
+    ranked = recs.sort_values(["model", "user_id", "score", "item_id"], ascending=[True, True, False, True])
+    rows = [(run, user, item, k, weight) for (run, user), items in ranked.groupby(["model", "user_id"])["item_id"]
+            for weight, order in ((0.75, list(items)), (0.25, list(items)[::-1]))
+            for k, item in enumerate(order, start=1)]
+    policy = pd.DataFrame(rows, columns=["model", "user_id", "item_id", "position", "score"]) \
+        .groupby(["model", "user_id", "item_id", "position"], as_index=False)["score"].sum()
+    resamples = 6
+    got = statistics(policy, logs, model, resamples, seed, POSITIONS)
+    ref = Reference(policy, logs, model)
+    w, s = weights_and_signs(ref.n, resamples, seed)
+    ones = np.ones(ref.n, dtype=int)
+    stats = {(int(r.run), int(r.baseline), int(r.metric), int(r.resample), int(r.side)): r.stat
+             for r in got.itertuples() if not pd.isna(r.stat)}
+    checked = 0
+    for m, (_, name, options) in enumerate(POSITIONS):
+        for run_index, run in ((1, "A"), (2, "B")):
+            for b in range(resamples + 1):
+                want = ref.run(name, options, run, ones if b == 0 else w[b - 1])
+                mine = stats.get((run_index, 0, m, b, 3))
+                assert _same(mine, want), (name, run, b, mine, want)
+                checked += want is not None
+        for b in range(1, resamples + 1):
+            for side, want in zip((1, 2), ref.sides(name, options, s[b - 1])):
+                assert _same(stats.get((2, 1, m, b, side)), want), (name, b, side)
     assert checked > 0
 
 
