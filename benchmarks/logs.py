@@ -29,7 +29,7 @@ import datagen  # noqa: E402
 import run  # noqa: E402
 from logs_tools import CAP, METRICS, OBP_METRICS  # noqa: E402
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 N_ACTIONS = 1_000
 EPSILON = 0.3          # the logging policy: its greedy item with probability 1 - ε, else uniform over the catalog
 TARGET_AGREES = 0.7    # share of users whose recommended item is the logging policy's greedy one
@@ -51,21 +51,25 @@ def _sql(n: int, seed: int) -> dict[str, str]:
     item of each user (the pairs DM and DR read with target=list)."""
     N, eps = N_ACTIONS, EPSILON
 
+    def h(*keys: str) -> str:
+        # hashed twice: DuckDB's hash of several values combines the values' hashes so that
+        # hash(s, u, 3) % 1000 and hash(s, u, 5) % 1000 never coincide (0 of 1M users; 1,033 hashed twice)
+        return f"hash(hash({seed}, {', '.join(keys)}))"
+
     def u01(*keys: str) -> str:
-        return f"((hash({seed}, {', '.join(keys)}) % 1000000) / 1000000.0)"
+        return f"(({h(*keys)} % 1000000) / 1000000.0)"
 
     base = f"""
-        SELECT i + 1 AS user_id, hash({seed}, i + 1, 1) % {N} + 1 AS greedy,
-               CASE WHEN {u01('i + 1', '2')} < {eps} THEN hash({seed}, i + 1, 3) % {N} + 1
-                    ELSE hash({seed}, i + 1, 1) % {N} + 1 END AS item_id,
-               CASE WHEN {u01('i + 1', '4')} < {TARGET_AGREES} THEN hash({seed}, i + 1, 1) % {N} + 1
-                    ELSE hash({seed}, i + 1, 5) % {N} + 1 END AS target
+        SELECT i + 1 AS user_id, {h('i + 1', '1')} % {N} + 1 AS greedy,
+               CASE WHEN {u01('i + 1', '2')} < {eps} THEN {h('i + 1', '3')} % {N} + 1
+                    ELSE {h('i + 1', '1')} % {N} + 1 END AS item_id,
+               CASE WHEN {u01('i + 1', '4')} < {TARGET_AGREES} THEN {h('i + 1', '1')} % {N} + 1
+                    ELSE {h('i + 1', '5')} % {N} + 1 END AS target
         FROM range({n}) AS t(i)"""
     q = "(0.02 + 0.3 * {quality} + CASE WHEN {item} = target THEN 0.2 ELSE 0 END)"
-    quality = "((hash({seed}, {item}, 6) % 1000) / 1000.0)"
 
     def q_of(item: str) -> str:
-        return q.format(quality=quality.format(seed=seed, item=item), item=item)
+        return q.format(quality=f"(({h(item, '6')} % 1000) / 1000.0)", item=item)
 
     def q_hat(item: str) -> str:
         return f"greatest(0.0, least(1.0, {q_of(item)} + ({u01('user_id', item, '8')} - 0.5) * 0.1))"
