@@ -179,7 +179,7 @@ def write_markdown(data: dict, path: Path) -> None:
         for r in size["results"]:
             label = LABELS[r["tool"]]
             if r["status"] != "ok":
-                lines.append(f"| {size['label']} | {label} | {r['status']} | | | | | |")
+                lines.append(f"| {size['label']} | {label} | {r['status']} (after {r['process_s']:.0f} s) | | | | | |")
                 continue
             ratio = f"{r['wall_s'] / base['wall_s']:.2f}×" if base else "—"
             diff = "reference" if r["tool"] == "recsql" else (
