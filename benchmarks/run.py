@@ -112,20 +112,34 @@ def run_tool(tool: str, recs: Path, truth: Path, work: Path, args, repeat: int =
     """Run one tool in a fresh process; poll the process tree's RSS until the tool marks the end
     of its timed part; enforce --timeout and --mem-limit-mb by killing the process group. Each
     repeat writes its own files, so a later repeat killed midway leaves the best one's intact."""
-    import psutil
     stem = f"{tool}.{repeat}"
-    result, per_user, log = work / f"{stem}.json", work / f"{stem}.per_user.parquet", work / f"{stem}.log"
-    marker = Path(str(result) + ".timed")
-    for f in (result, per_user, marker):
-        f.unlink(missing_ok=True)
+    result, per_user = work / f"{stem}.json", work / f"{stem}.per_user.parquet"
+    per_user.unlink(missing_ok=True)
     cmd = [sys.executable, str(HERE / "tools.py"), tool, "--recs", str(recs), "--truth", str(truth),
            "--result", str(result), "--per-user", str(per_user),
            "--spark-driver-memory", args.spark_driver_memory,
            *(["--duckdb-memory-limit", args.duckdb_memory_limit] if args.duckdb_memory_limit else []),
            "--spark-shuffle-partitions", str(args.spark_shuffle_partitions)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
-               PYTHONWARNINGS="ignore")
-    _warm_page_cache(recs, truth)
+    out = run_worker(cmd, tool, result, work / f"{stem}.log", work, args, warm=(recs, truth))
+    if out["status"] == "ok":
+        out["per_user_file"] = str(per_user) if per_user.exists() else None
+    return out
+
+
+def run_worker(cmd: list[str], tool: str, result: Path, log: Path, work: Path, args, warm=(), env=None) -> dict:
+    """Run one worker process (``cmd``, which writes its JSON to ``result`` and touches ``result.timed`` at
+    the end of its timed part), with ``warm`` files read into the page cache first; poll its process tree's
+    RSS until that mark; enforce --timeout, --mem-limit-mb and --min-free-mb by killing its process group.
+    Returns the worker's JSON plus ``status``, ``process_s``, ``log`` and the peak RSS. ``env``: the
+    worker's environment (default: this one, with the checkout first on PYTHONPATH)."""
+    import psutil
+    marker = Path(str(result) + ".timed")
+    for f in (result, marker):
+        f.unlink(missing_ok=True)
+    if env is None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+                   PYTHONWARNINGS="ignore")
+    _warm_page_cache(*warm)
     started = time.perf_counter()
     with open(log, "w") as log_f:
         popen = subprocess.Popen(cmd, stdout=log_f, stderr=subprocess.STDOUT, env=env, cwd=str(work),
@@ -162,7 +176,6 @@ def run_tool(tool: str, recs: Path, truth: Path, work: Path, args, repeat: int =
         polled_mb = (timed_peak if timed_peak is not None else peak) / 1024 / 1024
         out["polled_peak_rss_mb"] = round(polled_mb, 1)
         out["peak_rss_mb"] = round(max(polled_mb, out.get("self_peak_rss_timed_mb", 0)), 1)
-        out["per_user_file"] = str(per_user) if per_user.exists() else None
     out["status"] = status
     return out
 

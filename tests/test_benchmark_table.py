@@ -1,6 +1,6 @@
-"""The performance table of the documentation (docs/performance.md) is generated from the committed benchmark results
-(``benchmarks/readme_table.py``), never copied by hand: a new results file without
-``python benchmarks/readme_table.py --write`` fails here."""
+"""The performance tables of the documentation (docs/performance.md: the ranking benchmark's and the off-policy
+one's) are generated from the committed benchmark results (``benchmarks/readme_table.py``), never copied by hand:
+a new results file without ``python benchmarks/readme_table.py --write`` fails here."""
 import sys
 from pathlib import Path
 
@@ -14,6 +14,7 @@ def test_the_performance_page_holds_the_table_generated_from_the_results():
     assert readme_table.PAGE == ROOT / "docs" / "performance.md"
     page = readme_table.PAGE.read_text(encoding="utf-8")
     assert page.count(readme_table.BEGIN) == 1 and page.count(readme_table.END) == 1
+    assert page.count(readme_table.LOGS_BEGIN) == 1 and page.count(readme_table.LOGS_END) == 1
     assert readme_table.replace_in(page) == page, "run: python benchmarks/readme_table.py --write"
 
 

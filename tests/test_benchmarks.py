@@ -1,19 +1,24 @@
 """The benchmark harness's own path (benchmarks/run.py), on a small generated data set with real tool
 processes: when a later repeat of a tool is killed, the best repeat's per-user values are still there
 and the agreement check reads them (each repeat writes its own files; a killed one used to remove
-the file the best run needed, and the harness stopped with FileNotFoundError)."""
+the file the best run needed, and the harness stopped with FileNotFoundError). And the off-policy
+benchmark (benchmarks/logs.py) end to end on a small run, against obp."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+import duckdb
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import datagen  # noqa: E402
+import logs  # noqa: E402
 import run  # noqa: E402
 
 
@@ -64,3 +69,26 @@ def test_only_the_best_repeats_per_user_file_is_kept(tmp_path):
     best = run.best_of("recsql", Path("r"), Path("t"), tmp_path, harness_args(), "x", run=fake)
     assert best["wall_s"] == 1.0 and best["all_walls_s"] == [3.0, 1.0, 2.0]
     assert [p.exists() for p in made] == [False, True, False]
+
+
+def test_the_logs_benchmark_agrees_with_obp_on_a_small_run(tmp_path):
+    """benchmarks/logs.py end to end on 10,000 logged impressions: recsql, the floor and obp (in its own
+    venv, tests/test_logs_obp.py's) in their own processes; every obp estimate equals recsql's to 1e-9
+    relative, and the logging propensities are the policy's true probabilities of the logged item."""
+    assert logs.main(["--rows", "10k", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "data"),
+                      "--duckdb-memory-limit", "1GB", "--min-free-mb", "0"]) == 0
+    size = json.loads((tmp_path / "out" / "logs.json").read_text())["sizes"][0]
+    by = {r["tool"]: r for r in size["results"]}
+    assert sorted(by) == ["floor", "obp-dr", "obp-ips", "recsql"] and not size["skipped"]
+    assert all(r["status"] == "ok" for r in by.values())
+    assert sorted(by["obp-ips"]["rel_diff"]) == ["ess", "ips", "ips(cap=10)", "snips"]
+    assert sorted(by["obp-dr"]["rel_diff"]) == ["dm", "dr"]
+    assert all(by[t]["agrees"] for t in ("floor", "obp-ips", "obp-dr"))
+    assert 0 < by["recsql"]["metrics"]["ips"] < 1 and by["recsql"]["metrics"]["ess"] > 1
+    # ε-greedy: the greedy item is logged with probability 1 - ε + ε/N, any other with ε/N
+    greedy, other = 1 - logs.EPSILON + logs.EPSILON / logs.N_ACTIONS, logs.EPSILON / logs.N_ACTIONS
+    share, values = duckdb.connect().execute(
+        "SELECT avg((propensity > 0.5)::INT), list(DISTINCT propensity ORDER BY propensity) "
+        f"FROM read_parquet('{tmp_path / 'data' / 'logs-10k' / 'logs.parquet'}')").fetchone()
+    assert values == pytest.approx([other, greedy], rel=1e-12)
+    assert abs(share - greedy) < 4 * (greedy * (1 - greedy) / 10_000) ** 0.5  # within 4 standard errors
