@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import recsql
 from support.reference_beyond import INTENT_METRICS, METRICS, personalization_pairwise, reference_beyond, summary
-from support.strategies import ITEMS, USERS, recs_rows, truth_rows
+from support.strategies import ITEMS, USERS, as_probabilities, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -147,6 +147,7 @@ def close(got, want) -> bool:
 @given(recs=recs_rows(), truth=truth_rows(), side=side_inputs(),
        asked=st.lists(beyond_metric(), min_size=1, max_size=5, unique_by=str), dense=st.booleans())
 def test_beyond_metrics_match_reference(recs, truth, side, asked, dense):
+    recs = as_probabilities(recs, asked)  # target=scores: each user's scores a policy's probabilities
     result = evaluate(asked, recs, truth, side, dense)
     reference_inputs = dict(items=side["items"], features=None if dense else side["features"],
                             interactions=side["interactions"], catalog=side["catalog"], intents=side["intents"],

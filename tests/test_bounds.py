@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import recsql
 from recsql.conventions import CONVENTIONS, resolve_metric
 from recsql.metrics import Param
-from support.strategies import ITEMS, USERS, recs_rows, truth_rows
+from support.strategies import ITEMS, USERS, as_probabilities, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -133,6 +133,7 @@ def test_every_metric_stays_in_its_declared_range(asked, use_rank, data, truth, 
     if use_rank and any(m.all_options().get("target") == "scores" for m in asked):
         use_rank = False  # target=scores reads the scores as probabilities: ranks alone are refused (test_logs.py)
     recs, baseline = data.draw(recs_rows(use_rank=use_rank)), data.draw(recs_rows(use_rank=use_rank))
+    recs = as_probabilities(recs, asked)  # target=scores: each user's scores a policy's probabilities
     items = pd.DataFrame(side["items"], columns=["item_id", "price", "probability", "category", "features"]).astype(
         {"item_id": "int64", "price": "float64", "probability": "float64", "category": "object"})
     if not dense:

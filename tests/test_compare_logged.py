@@ -46,8 +46,8 @@ def weights_and_signs(n: int, resamples: int, seed: int) -> tuple[np.ndarray, np
 
 @st.composite
 def inputs(draw):
-    """Two runs' lists over items 0..3 for users 0..n−1 (a user may lack one run's list; scores in (0, 1], so
-    that target=scores reads them as probabilities), logs of 1..3 impressions at positions 1..2 for contexts
+    """Two runs' lists over items 0..3 for users 0..n−1 (a user may lack one run's list; scores in (0, 3/8], each
+    user's summing to at most 1, so that target=scores reads them as probabilities), logs of 1..3 impressions at positions 1..2 for contexts
     0..n+1 (contexts n and n+1 have no list in any run), a reward model of every (context, item)."""
     n = draw(st.integers(2, 6))
     recs = []
@@ -56,7 +56,7 @@ def inputs(draw):
             if u > 0 and draw(st.integers(0, 4)) == 0:
                 continue
             items = draw(st.lists(st.integers(0, 3), min_size=1, max_size=3, unique=True))
-            recs += [(model, u, i, (len(items) - r) / 4) for r, i in enumerate(items)]
+            recs += [(model, u, i, (len(items) - r) / 8) for r, i in enumerate(items)]
     logs = []
     for u in draw(st.lists(st.integers(0, n + 1), min_size=2, max_size=n + 2, unique=True)):
         joint = draw(st.sampled_from([0.05, 0.1, 0.5]))  # a slate: one item per position, one joint propensity,

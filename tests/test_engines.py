@@ -234,6 +234,8 @@ def test_off_policy_estimators(engine):
     data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
     recs = pd.read_parquet(data / "recs.parquet").query("user_id < 40").reset_index(drop=True)
     recs["model"] = recs["model"].astype(str)
+    # each list's scores divided by their sum: target=scores reads them as probabilities (the order unchanged)
+    recs["score"] = recs["score"] / recs.groupby(["model", "user_id"])["score"].transform("sum")
     truth = pd.read_parquet(data / "truth.parquet").query("user_id < 60").reset_index(drop=True)
     logs = pd.DataFrame({"user_id": truth["user_id"], "item_id": truth["item_id"], "position": 1 + truth["item_id"] % 3,
                          "propensity": 0.2 + 0.1 * (truth["item_id"] % 5), "reward": truth["relevance"].astype(float)})

@@ -105,3 +105,15 @@ def check(result: recsql.Evaluation, metric: recsql.Metric, expected: dict) -> N
     summary = result.summary[metric.column].iloc[0]
     want = summarize(expected, metric.spec.summary)
     assert (want is None and pd.isna(summary)) or math.isclose(summary, want, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def as_probabilities(rows: list[dict], metrics) -> list[dict]:
+    """``rows`` (recs with scores) with each user's scores divided by their sum when a metric of ``metrics`` reads
+    them as a target policy's probabilities (target=scores: each user's must sum to at most 1), else as they are.
+    A positive factor per user keeps every list's order and ties."""
+    if not any(m.all_options().get("target") == "scores" and m.spec.family == "off_policy" for m in metrics):
+        return rows
+    totals: dict = {}
+    for row in rows:
+        totals[row["user_id"]] = totals.get(row["user_id"], 0.0) + row["score"]
+    return [{**row, "score": row["score"] / totals[row["user_id"]]} for row in rows]
