@@ -234,6 +234,23 @@ class _Sample(OpenBanditDataset):
         self.action_context = np.zeros((self.n_actions, 1))
 
 
+def _obd_logs_and_model(feedback: dict, rng: np.random.Generator, folder: Path) -> tuple[Path, np.ndarray]:
+    """The Open Bandit Dataset sample's logs (each impression its own context, obp's position + 1) and a reward
+    model (the item's click rate in the sample plus seeded noise, the same at every position), written to
+    ``folder`` as Parquet; the folder and the model's (n, items) predictions."""
+    n, n_items = feedback["n_rounds"], feedback["n_actions"]
+    rate = np.bincount(feedback["action"], weights=feedback["reward"], minlength=n_items) / np.maximum(
+        np.bincount(feedback["action"], minlength=n_items), 1)
+    q = np.clip(rate[None, :] + rng.normal(0, 0.01, size=(n, n_items)), 0, 1)
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"user_id": np.arange(n), "item_id": feedback["action"].astype("int64"),
+                  "position": feedback["position"].astype("int64") + 1, "propensity": feedback["pscore"].astype("float64"),
+                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    pd.DataFrame({"user_id": np.repeat(np.arange(n), n_items), "item_id": np.tile(np.arange(n_items), n),
+                  "reward": q.reshape(-1)}).to_parquet(folder / "reward_model.parquet")
+    return folder, q
+
+
 def obd_case(out: Path, behavior_policy: str) -> dict:
     """The Open Bandit Dataset's sample that obp ships (ZOZOTOWN, campaign "all", 10,000 impressions of 80 items
     at three positions, logged by the ``random`` or ``bts`` policy with its propensities): each impression its own
@@ -253,18 +270,9 @@ def obd_case(out: Path, behavior_policy: str) -> dict:
         lists[i] = shuffled
     action_dist = np.zeros((n, n_items, len_list))
     action_dist[np.repeat(np.arange(n), len_list), lists.reshape(-1), np.tile(np.arange(len_list), n)] = 1.0
-    rate = np.bincount(feedback["action"], weights=feedback["reward"], minlength=n_items) / np.maximum(
-        np.bincount(feedback["action"], minlength=n_items), 1)
-    q = np.clip(rate[None, :] + rng.normal(0, 0.01, size=(n, n_items)), 0, 1)
-    folder = out / f"obd_{behavior_policy}"
-    folder.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"user_id": np.arange(n), "item_id": feedback["action"].astype("int64"),
-                  "position": feedback["position"].astype("int64") + 1, "propensity": feedback["pscore"].astype("float64"),
-                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    folder, q = _obd_logs_and_model(feedback, rng, out / f"obd_{behavior_policy}")
     pd.DataFrame({"user_id": np.repeat(np.arange(n), len_list), "item_id": lists.reshape(-1),
                   "rank": np.tile(np.arange(1, len_list + 1), n)}).to_parquet(folder / "recs.parquet")
-    pd.DataFrame({"user_id": np.repeat(np.arange(n), n_items), "item_id": np.tile(np.arange(n_items), n),
-                  "reward": q.reshape(-1)}).to_parquet(folder / "reward_model.parquet")
     given = dict(reward=feedback["reward"], action=feedback["action"], position=feedback["position"],
                  pscore=feedback["pscore"], action_dist=action_dist)
     expected = {}
@@ -302,18 +310,9 @@ def obd_positions_case(out: Path, behavior_policy: str) -> dict:
             if m == 0 and rng.random() < 0.5 and feedback["action"][i] not in ranking:
                 ranking[feedback["position"][i]] = feedback["action"][i]
             action_dist[i, ranking, np.arange(len_list)] += weights[m]
-    rate = np.bincount(feedback["action"], weights=feedback["reward"], minlength=n_items) / np.maximum(
-        np.bincount(feedback["action"], minlength=n_items), 1)
-    q = np.clip(rate[None, :] + rng.normal(0, 0.01, size=(n, n_items)), 0, 1)
-    folder = out / f"obd_positions_{behavior_policy}"
-    folder.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"user_id": np.arange(n), "item_id": feedback["action"].astype("int64"),
-                  "position": feedback["position"].astype("int64") + 1, "propensity": feedback["pscore"].astype("float64"),
-                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+    folder, q = _obd_logs_and_model(feedback, rng, out / f"obd_positions_{behavior_policy}")
     users, items, positions = np.nonzero(action_dist)
     _positions_frame(users, items, positions, action_dist[users, items, positions]).to_parquet(folder / "recs.parquet")
-    pd.DataFrame({"user_id": np.repeat(np.arange(n), n_items), "item_id": np.tile(np.arange(n_items), n),
-                  "reward": q.reshape(-1)}).to_parquet(folder / "reward_model.parquet")
     given = dict(reward=feedback["reward"], action=feedback["action"], position=feedback["position"],
                  pscore=feedback["pscore"], action_dist=action_dist)
     expected = {}
