@@ -15,12 +15,10 @@ from sqlglot import exp
 
 from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
-from .comparison_logged import contexts_cte, logged, positions_cte
-from .comparison_logged import plan_for as logged_plan
-from .compose.policy import with_policy
+from .comparison_logged import contexts_cte, logged, plan_for as logged_plan, positions_cte
 from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
-from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
+from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable, with_policy
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .errors import RecsqlError

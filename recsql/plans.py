@@ -8,8 +8,7 @@ from typing import Any
 from sqlglot import exp
 
 from .arguments import EXTRA_COLUMNS, refuse_result_name
-from .compose import ITEM_VALUE_INVALID, Plan
-from .compose.policy import target_policy
+from .compose import ITEM_VALUE_INVALID, Plan, target_policy
 from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
 from .engines.base import Runner

@@ -10,6 +10,7 @@ One module per job, in the order a statement is built:
 - :mod:`.plan` — the :class:`Plan` (bound relations, column names, options) and shared constants;
 - :mod:`.inputs` — the input relations with internal column names and ids that compare by value;
 - :mod:`.needs` — metrics fitted to the inputs given, their populations and ranking views;
+- :mod:`.policy` — what the recs are to the off-policy estimators' target (lists, or probabilities);
 - :mod:`.checks` — the input checks as one diagnostics row inside the query;
 - :mod:`.rewrite` — tree rewrites: literals, constant folding, run keys, pruning, UNION ALL;
 - :mod:`.expressions` — each metric's template expanded into one aggregate expression;
@@ -27,6 +28,7 @@ from .expressions import metric_expression
 from .inputs import ITEM_VALUES, expected_in, intents_in, logs_in, recs_in, reward_model_in, truth_in, whole_id
 from .needs import check_inputs, fit_to_inputs, given_roles, metric_population
 from .plan import OUTPUTS, POPULATIONS, RUN_KEYS, TIES, Plan, input_runs, internal_runs, quoted_column, truth_runs
+from .policy import target_policy, with_policy
 from .readable import readable
 from .rewrite import prune, union_all
 from .statement import compose, finalize, population_counts
@@ -34,4 +36,5 @@ from .statement import compose, finalize, population_counts
 __all__ = ["DIAGNOSTICS", "ITEM_VALUES", "ITEM_VALUE_INVALID", "MAX_EXPONENT", "OUTPUTS", "POPULATIONS", "RECS_ROWS", "RUN_KEYS",
            "TIES", "Plan", "expected_in", "intents_in", "logs_in", "reward_model_in", "check_inputs", "compose", "finalize", "fit_to_inputs", "given_roles", "input_runs", "internal_runs",
            "metric_columns", "metric_expression", "metric_population", "not_finite", "population_counts", "prune", "quoted_column",
-           "readable", "recs_in", "truth_in", "truth_runs", "union_all", "uses_exponent", "whole_id"]
+           "readable", "recs_in", "target_policy", "truth_in", "truth_runs", "union_all", "uses_exponent", "whole_id",
+           "with_policy"]
