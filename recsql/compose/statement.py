@@ -224,13 +224,14 @@ def per_run_rows(per_user: exp.Select, runs: list[str], columns: list[str], carr
                          *[exp.alias_(exp.Max(this=exp.column(c)), c) for c in columns],
                          exp.alias_(exp.Literal.number(0), "_in_population"),
                          *[exp.alias_(exp.Max(this=exp.column(n)), n) for n in flags],
-                         exp.alias_(exp.Literal.number(0), "_is_global")).from_(both)
-    per_run = (per_run.group_by(*[k.copy() for k in keys]) if runs else per_run).having(
-        exp.Max(this=exp.column("_users")).eq(1))
+                         exp.alias_(exp.Literal.number(0), "_is_global"),
+                         exp.alias_(exp.Max(this=exp.column("_users")), "_with_users")).from_(both)
+    per_run = per_run.group_by(*[k.copy() for k in keys]) if runs else per_run  # (no HAVING without GROUP BY: SQLite < 3.39)
     # the one-row checks first: DataFusion holds a cross join's left input (and fails on a union's schema
     # metadata on the right of a one-row relation otherwise: "Schema metadata mismatch")
     rows = exp.select(*[exp.column(n) for n in [*runs, "user_id", *columns, "_in_population", *flags,
-                                                "_is_global", *carried]]).from_("checks").join("per_run", join_type="cross")
+                                                "_is_global", *carried]]).from_("checks").join("per_run", join_type="cross") \
+        .where(exp.column("_with_users").eq(1))
     return [exp.CTE(this=per_run, alias=exp.to_identifier("per_run")),
             exp.CTE(this=rows, alias=exp.to_identifier("per_user"))]
 
