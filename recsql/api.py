@@ -127,7 +127,8 @@ def evaluate(
     started = time.perf_counter()
     with bound(request) as (runner, plan, sources):
         # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
-        sql = statement_sql(plan, computed, "raw", runner.dialect)
+        # (one row per run where every metric is global: their values need no user's row)
+        sql = statement_sql(plan, computed, "runs", runner.dialect)
         raw = fetch_checked(runner, plan, sql)
         per_user, summary, found = _split(plan, computed, raw)
         _warn_segment_runs(plan, raw)

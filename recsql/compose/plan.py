@@ -53,7 +53,7 @@ SECOND_SRC = 9  # sql/_ranked.sql: the list under a second tie rule
 GLOBAL_SRC = (5, 14, 15, 16, 18)  # sql/_ranked.sql: a run's rows of no user (exposure, attention, groups' attention, logs)
 
 
-OUTPUTS = ("per_user", "summary", "raw", "checks")
+OUTPUTS = ("per_user", "summary", "raw", "checks", "runs")
 
 
 MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)

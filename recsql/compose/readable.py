@@ -45,7 +45,8 @@ TIE_WORDS = {"item_id": "tied items in item id order, ascending",
              "item_id_desc": "tied items in item id order, descending",
              "average": "the expected value over every order of tied items"}
 OUTPUT_WORDS = {"summary": "one row per run", "per_user": "one row per user of the population",
-                "raw": "every user's values and flags", "checks": "the input checks alone",
+                "raw": "every user's values and flags",
+                "runs": "one row of values and flags per run (every metric global)", "checks": "the input checks alone",
                 "compare": "each run's mean with its interval, and paired tests between runs"}
 
 

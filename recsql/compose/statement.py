@@ -157,6 +157,17 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         flagged = flagged.join("checks", join_type="cross")
         carried = [*diagnostics, *carried_counts([e.alias_or_name for e in checks.expressions])]
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in carried]])
+    if output == "runs" and per_run_only(plan, resolved):  # evaluate's raw rows, one per run
+        if "ranked" in plan.inline:  # read twice below, by the run's users and by its global rows
+            for cte in ctes:
+                if cte.alias in ("stacked", "ranked"):
+                    cte.set("materialized", False)
+        ctes += per_run_rows(per_user, runs, columns, carried)
+        final = exp.select("*").from_("per_user")
+        statement = final.copy()
+        statement.set("with_", exp.With(expressions=ctes))
+        prune(statement.args["with_"], final)
+        return statement
     # the raw rows: per (run, sample, user) first when the runs are sampled, then each user's means over the samples
     every_row = "per_user_all" if has_global else "per_user"
     ctes.append(exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_sample" if plan.sampled else every_row)))
@@ -169,7 +180,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         ctes.append(exp.CTE(this=user_rows, alias=exp.to_identifier("per_user")))
     if output == "checks":  # the checks alone (evaluate, when the raw rows hold no user to carry them)
         final = exp.select(*carried).from_("checks")
-    elif output == "raw":
+    elif output in ("raw", "runs"):
         final = exp.select("*").from_("per_user")
     else:
         final = finalize(outer, metrics, output, diagnostics)
@@ -178,6 +189,51 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     statement.set("with_", new_with)
     prune(new_with, final)
     return statement
+
+
+def per_run_only(plan: Plan, metrics: list[Metric]) -> bool:
+    """Whether the raw rows can be one per run (output ``runs``): every metric is global (one value per run),
+    and nothing is counted over the users (no truth, no segments, no samples, no intents)."""
+    return (all(m.spec.population == "global" for m in metrics) and plan.truth is None and plan.intents is None
+            and not plan.segment_cols and not plan.sampled)
+
+
+def per_run_rows(per_user: exp.Select, runs: list[str], columns: list[str], carried: list[str]) -> list[exp.CTE]:
+    """The raw rows where every metric is global (:func:`per_run_only`), one per run with a user: the run's
+    global row (user_id NULL) aggregated alone, its users' flags as their maxima over the run's rows, and
+    one of its user ids, the values the raw rows would have copied to each user (their summary is the
+    same) without grouping ``ranked`` by user: the run's users are not grouped at all (``per_user_raw``'s
+    GROUP BY user_id held each user's every aggregate, the estimators' sums included, at once)."""
+    keys = [exp.column(r) for r in runs]
+    made = {e.alias: e.this for e in per_user.expressions}
+    flags = {n: made[n] for n in ("_has_recs", "_n_rel", "_n_truth")}
+    values = [e for e in per_user.expressions if e.alias in columns]
+    nothing = [exp.alias_(exp.cast(exp.null(), "DOUBLE"), c) for c in columns]
+    users = exp.select(*keys, exp.alias_(exp.Min(this=exp.column("user_id")), "_user"), *nothing,
+                       *[exp.alias_(f.copy(), n) for n, f in flags.items()], exp.alias_(exp.Max(this=exp.Literal.number(1)), "_users")
+                       ).from_("ranked").where(exp.column("user_id").is_(exp.null()).not_())
+    unflagged = [exp.alias_(exp.cast(exp.null(), "BIGINT"), n) for n in flags]
+    global_row = exp.select(*keys, exp.alias_(exp.column("user_id"), "_user"), *[v.copy() for v in values], *unflagged,
+                            exp.alias_(exp.Literal.number(0), "_users")).from_("ranked").where(
+        exp.column("user_id").is_(exp.null()))
+    # without runs the users' aggregate is one row even without users: _users NULL then, and the row not kept
+    users, global_row = users.group_by(*keys) if runs else users, global_row.group_by(*keys, "user_id")
+    both = exp.union(users, global_row, distinct=False).subquery("r")
+    # (the branches' user id is _user: ClickHouse reads an alias in WHERE, and MIN(user_id) AS user_id there too)
+    per_run = exp.select(*keys, exp.alias_(exp.Max(this=exp.column("_user")), "user_id"),
+                         *[exp.alias_(exp.Max(this=exp.column(c)), c) for c in columns],
+                         exp.alias_(exp.Literal.number(0), "_in_population"),
+                         *[exp.alias_(exp.Max(this=exp.column(n)), n) for n in flags],
+                         exp.alias_(exp.Literal.number(0), "_is_global"),
+                         exp.alias_(exp.Max(this=exp.column("_users")), "_with_users")).from_(both)
+    per_run = per_run.group_by(*[k.copy() for k in keys]) if runs else per_run  # (no HAVING without GROUP BY: SQLite < 3.39)
+    # the one-row checks first: DataFusion holds a cross join's left input (and fails on a union's schema
+    # metadata on the right of a one-row relation otherwise: "Schema metadata mismatch")
+    rows = exp.select(*[exp.column(n) for n in [*runs, "user_id", *columns, "_in_population", *flags,
+                                                "_is_global", *carried]]).from_("checks").join("per_run", join_type="cross") \
+        .where(exp.column("_with_users").eq(1))
+    return [exp.CTE(this=per_run, alias=exp.to_identifier("per_run")),
+            exp.CTE(this=rows, alias=exp.to_identifier("per_user"))]
 
 
 def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
