@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from .comparison_settings import Settings
 from .comparison_sql import statement_for
-from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, logs_in, population_counts
+from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, logs_in, per_run_only, population_counts
 from .compose.plan import logs_runs
 from .compose.checks import LOGS_ROWS
 from .database import shared
@@ -128,7 +128,7 @@ def evaluate(
     with bound(request) as (runner, plan, sources):
         # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
         # (one row per run where every metric is global: their values need no user's row)
-        sql = statement_sql(plan, computed, "runs", runner.dialect)
+        sql = statement_sql(plan, computed, "runs" if per_run_only(plan, computed) else "raw", runner.dialect)
         raw = fetch_checked(runner, plan, sql)
         per_user, summary, found = _split(plan, computed, raw)
         _warn_segment_runs(plan, raw)

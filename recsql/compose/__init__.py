@@ -31,10 +31,11 @@ from .plan import OUTPUTS, POPULATIONS, RUN_KEYS, TIES, Plan, input_runs, intern
 from .policy import target_policy, with_policy
 from .readable import readable
 from .rewrite import prune, union_all
-from .statement import compose, finalize, population_counts
+from .statement import compose, finalize, per_run_only, population_counts
 
 __all__ = ["DIAGNOSTICS", "ITEM_VALUES", "ITEM_VALUE_INVALID", "MAX_EXPONENT", "OUTPUTS", "POPULATIONS", "RECS_ROWS", "RUN_KEYS",
            "TIES", "Plan", "expected_in", "intents_in", "logs_in", "reward_model_in", "check_inputs", "compose", "finalize", "fit_to_inputs", "given_roles", "input_runs", "internal_runs",
-           "metric_columns", "metric_expression", "metric_population", "not_finite", "population_counts", "prune", "quoted_column",
+           "metric_columns", "metric_expression", "metric_population", "not_finite", "per_run_only", "population_counts",
+           "prune", "quoted_column",
            "readable", "recs_in", "target_policy", "truth_in", "truth_runs", "union_all", "uses_exponent", "whole_id",
            "with_policy"]
