@@ -122,13 +122,19 @@ def _target_logits(action: np.ndarray, n_rounds: int, n_items: int, len_list: in
     return logits
 
 
-def slate_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_type: str, structure: str,
-               out: Path) -> dict:
+def _slates(seed: int, n_rounds: int, n_items: int, len_list: int, reward_type: str, structure: str) -> tuple:
+    """obp's SyntheticSlateBanditDataset of a case (SLATE_CASES' fields) and its logged slates, with each row's
+    marginal propensity (pscore_item_position)."""
     common = dict(n_unique_action=n_items, len_list=len_list, dim_context=3, reward_type=reward_type,
                   reward_structure=structure, random_state=seed,
                   base_reward_function=logistic_reward_function if reward_type == "binary" else linear_reward_function)
     data = SyntheticSlateBanditDataset(**common, behavior_policy_function=linear_behavior_policy_logit)
-    feedback = data.obtain_batch_bandit_feedback(n_rounds=n_rounds, return_pscore_item_position=True)
+    return data, data.obtain_batch_bandit_feedback(n_rounds=n_rounds, return_pscore_item_position=True)
+
+
+def slate_case(seed: int, n_rounds: int, n_items: int, len_list: int, reward_type: str, structure: str,
+               out: Path) -> dict:
+    data, feedback = _slates(seed, n_rounds, n_items, len_list, reward_type, structure)
     logits = _target_logits(feedback["action"], n_rounds, n_items, len_list, np.random.default_rng(seed + 2000))
     pe_slate, pe_item_position, pe_cascade = data.obtain_pscore_given_evaluation_policy_logit(
         action=feedback["action"], evaluation_policy_logit_=logits, return_pscore_item_position=True)
@@ -332,11 +338,7 @@ def slate_positions_case(seed: int, n_rounds: int, n_items: int, len_list: int, 
     draws without replacement); obp computes the marginal π_e(a at k | x) of each logged row (its
     evaluation_policy_pscore_item_position), given to recsql as recs rows (target=positions); obp's
     SlateIndependentIPS and its self-normalized form read the same."""
-    common = dict(n_unique_action=n_items, len_list=len_list, dim_context=3, reward_type=reward_type,
-                  reward_structure=structure, random_state=seed,
-                  base_reward_function=logistic_reward_function if reward_type == "binary" else linear_reward_function)
-    data = SyntheticSlateBanditDataset(**common, behavior_policy_function=linear_behavior_policy_logit)
-    feedback = data.obtain_batch_bandit_feedback(n_rounds=n_rounds, return_pscore_item_position=True)
+    data, feedback = _slates(seed, n_rounds, n_items, len_list, reward_type, structure)
     logits = np.random.default_rng(seed + 3000).normal(scale=1.5, size=(n_rounds, n_items))
     _, pe_item_position, _ = data.obtain_pscore_given_evaluation_policy_logit(
         action=feedback["action"], evaluation_policy_logit_=logits, return_pscore_item_position=True)
