@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from ..errors import RecsqlError
 from ..metrics import Metric
+from .log_checks import invalid_log_value
 from .plan import Plan
 
 POLICIES = ("scores", "positions")  # the target option's values that read the recs as probabilities
@@ -65,8 +66,8 @@ def invalid_probability(plan: Plan) -> exp.Expression | None:
     if plan.policy is None:
         return None
     invalid = exp.condition("NOT (ord <= 0 AND ord >= -1)")
-    if plan.policy == "positions":
-        invalid = exp.or_(invalid, exp.condition("position IS NULL OR NOT (position >= 1 AND position = FLOOR(position))"))
+    if plan.policy == "positions":  # the logs' rule for a position (recsql/compose/log_checks.py)
+        invalid = exp.or_(invalid, invalid_log_value("position"))
     return invalid
 
 
