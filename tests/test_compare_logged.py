@@ -133,15 +133,20 @@ def test_each_resampled_estimate_is_the_estimator_over_the_drawn_contexts_and_sw
     """Every statistic compare computes (each run's estimate under each resample's context weights, each pair's
     two randomized sides) equals the reference's."""
     recs, logs, model = data
-    resamples = 8
-    got = statistics(recs, logs, model, resamples, seed)
+    assert_resampled_as_the_reference(recs, logs, model, 8, seed, METRICS)
+
+
+def assert_resampled_as_the_reference(recs, logs, model, resamples, seed, metrics) -> None:
+    """Each run's estimate of ``metrics`` under each resample's context weights, and each pair's two randomized
+    sides, in compare's statement equal the reference's; some are not None."""
+    got = statistics(recs, logs, model, resamples, seed, metrics)
     ref = Reference(recs, logs, model)
     w, s = weights_and_signs(ref.n, resamples, seed)
     ones = np.ones(ref.n, dtype=int)
     stats = {(int(r.run), int(r.baseline), int(r.metric), int(r.resample), int(r.side)): r.stat
              for r in got.itertuples() if not pd.isna(r.stat)}
     checked = 0
-    for m, (_, name, options) in enumerate(METRICS):
+    for m, (_, name, options) in enumerate(metrics):
         for run_index, run in ((1, "A"), (2, "B")):
             for b in range(resamples + 1):
                 want = ref.run(name, options, run, ones if b == 0 else w[b - 1])
@@ -172,25 +177,7 @@ def test_a_target_policy_per_position_is_resampled_as_the_reference(data, seed):
             for k, item in enumerate(order, start=1)]
     policy = pd.DataFrame(rows, columns=["model", "user_id", "item_id", "position", "score"]) \
         .groupby(["model", "user_id", "item_id", "position"], as_index=False)["score"].sum()
-    resamples = 6
-    got = statistics(policy, logs, model, resamples, seed, POSITIONS)
-    ref = Reference(policy, logs, model)
-    w, s = weights_and_signs(ref.n, resamples, seed)
-    ones = np.ones(ref.n, dtype=int)
-    stats = {(int(r.run), int(r.baseline), int(r.metric), int(r.resample), int(r.side)): r.stat
-             for r in got.itertuples() if not pd.isna(r.stat)}
-    checked = 0
-    for m, (_, name, options) in enumerate(POSITIONS):
-        for run_index, run in ((1, "A"), (2, "B")):
-            for b in range(resamples + 1):
-                want = ref.run(name, options, run, ones if b == 0 else w[b - 1])
-                mine = stats.get((run_index, 0, m, b, 3))
-                assert _same(mine, want), (name, run, b, mine, want)
-                checked += want is not None
-        for b in range(1, resamples + 1):
-            for side, want in zip((1, 2), ref.sides(name, options, s[b - 1])):
-                assert _same(stats.get((2, 1, m, b, side)), want), (name, b, side)
-    assert checked > 0
+    assert_resampled_as_the_reference(policy, logs, model, 6, seed, POSITIONS)
 
 
 @settings(max_examples=5, deadline=None)
