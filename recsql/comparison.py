@@ -33,6 +33,7 @@ from .comparison_result import Comparison, finish, settle
 from .comparison_run import bound_segments, compare_per_user, fetch_statistics, refuse_segment_rows  # noqa: F401
 from .comparison_settings import ALL_TESTS, TEST_COLUMNS, TESTS, UNCORRECTED, Settings  # noqa: F401
 from .comparison_sql import RESULT_COLUMNS, Values, statement_for, statement_text  # noqa: F401
+from .comparison_weighted import recomputes
 # (compare_per_user, ALL_TESTS, TEST_COLUMNS, UNCORRECTED, statement_for: recsql.comparison's names since the start)
 from .errors import RecsqlError
 from .explain import refuse
@@ -101,7 +102,7 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
     with bound(request) as (runner, plan, sources), bound_segments(segments, runner, sources, plan.user_col) as grouping:
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
         sql, values = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
-        frame = fetch_statistics(runner, plan, sql)
+        frame = fetch_statistics(runner, plan, sql, recomputes(values.global_kinds))
         found = {c: int(frame[c].max()) if len(frame) and not pd.isna(frame[c].max()) else 0 for c in values.checks}
         refuse(runner, plan, found, list(sources["recs"].columns))
         refuse_segment_rows(frame, values)

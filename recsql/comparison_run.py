@@ -17,6 +17,7 @@ from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines import runner_for
 from .engines.base import DBAPIRunner, Runner, frame_from_cursor
+from .engines.steps import fetch_in_steps
 from .errors import RecsqlError
 from .explain import fetch_checked, refuse_segments
 from .metrics import Metric
@@ -39,9 +40,14 @@ def refuse_global(metrics: Sequence[Metric]) -> None:
 PREAMBLE: dict[str, tuple[str, ...]] = {"postgres": ("SET LOCAL jit = off",)}
 
 
-def fetch_statistics(runner: Runner, plan: Any, sql: str) -> pd.DataFrame:
-    """The statistics statement's rows, after the dialect's :data:`PREAMBLE` in the same transaction."""
+def fetch_statistics(runner: Runner, plan: Any, sql: str, recomputes: bool = False) -> pd.DataFrame:
+    """The statistics statement's rows, after the dialect's :data:`PREAMBLE` in the same transaction; one that
+    ``recomputes`` global metrics or estimators per resample in steps where the runner says so (Spark,
+    ClickHouse: recsql/engines/steps.py)."""
     statements = PREAMBLE.get(runner.dialect, ())
+    if recomputes and runner.in_steps:
+        frame = fetch_checked(runner, plan, sql, lambda text: fetch_in_steps(runner, text))
+        return frame.to_pandas() if hasattr(frame, "to_pandas") else frame
     if not statements or not isinstance(runner, DBAPIRunner):
         frame = fetch_checked(runner, plan, sql)
         return frame.to_pandas() if hasattr(frame, "to_pandas") else frame

@@ -340,8 +340,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
                           f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
                           f"compare its per-user metrics, or one sample (a filter of recs) without sample_col", metric=str(first))
     recomputed, estimators = weighted(kinds_global), logged(kinds_global)
-    refuse_unsupported(metrics, sorted(recomputed + estimators), segments is not None, plan.truth_has_runs,
-                       plan.dialect)
+    refuse_unsupported(metrics, sorted(recomputed + estimators), segments is not None, plan.truth_has_runs)
     if estimators and plan.logs_run_cols:
         first = metrics[estimators[0]]
         raise RecsqlError(f"compare: metric {str(first)!r} is estimated on logs per run (logs with the run column(s) "

@@ -66,28 +66,17 @@ def weighted(found: dict[int, Metric]) -> list[int]:
     return [i for i, m in found.items() if resampling_refusal(m.name) is not None and m.spec.family != "off_policy"]
 
 
-# Engines that do not run the weighted evaluation yet, and why (docs/guide/compare.md)
-NOT_YET = {"spark": "Spark's query analyser runs out of Java heap on the statement",
-           "clickhouse": "ClickHouse (chdb) analyses the statement for minutes: it writes each CTE out where it is "
-                         "read, about a minute for 2 runs of 5 users"}
+def recomputes(found: dict[int, Metric]) -> bool:
+    """Whether any of ``found`` (the global metrics, by position) is recomputed per resample: over weighted lists
+    (:func:`weighted`), or an off-policy estimator over resampled logs (recsql/comparison_logged.py)."""
+    return any(m.spec.family == "off_policy" or resampling_refusal(m.name) is not None for m in found.values())
 
 
-def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool,
-                       dialect: str = "duckdb") -> None:
-    """A global metric recomputed by its own template, over weighted lists or (an off-policy estimator) over
-    resampled logs, is not yet compared on the engines of :data:`NOT_YET`, and an off-policy estimator not with
-    truth per run nor within segments (evaluate computes none within segments): refused, with the way to compare
-    it. The weighted ones are compared within segments (each segment's users' lists) and with truth per run (each
+def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool) -> None:
+    """An off-policy estimator, recomputed by its own template over resampled logs, is not compared with truth per
+    run nor within segments (evaluate computes none within segments): refused, with the way to compare it. The
+    global metrics recomputed over weighted lists are compared within segments (each segment's users' lists) and with truth per run (each
     list judged by its own run's truth: ``sql/_compare_weighted_truth.sql``)."""
-    if not recomputed:
-        return
-    first = metrics[recomputed[0]]
-    how = "over resampled logs" if first.spec.family == "off_policy" else "over weighted lists"
-    if dialect in NOT_YET:
-        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
-                          f"{how}, which does not work on this engine yet ({NOT_YET[dialect]}); compare it on DuckDB "
-                          f"(recsql.compare without con=, the tables as files or DataFrames), SQLite, PostgreSQL or "
-                          f"MariaDB", metric=str(first))
     estimator = next((metrics[i] for i in recomputed if metrics[i].spec.family == "off_policy"), None)
     if truth_per_run and estimator is not None:
         raise RecsqlError(f"compare: metric {str(estimator)!r} is global (one number per run) and compare recomputes "

@@ -41,7 +41,7 @@ LAYERS = (
     ("engines", "running SQL text on an engine, and writing results; nothing here composes",
      ("recsql.engines", "recsql.engines.base", "recsql.engines.duckdb", "recsql.engines.sqlite",
       "recsql.engines.postgres", "recsql.engines.mysql", "recsql.engines.spark", "recsql.engines.clickhouse",
-      "recsql.engines.datafusion", "recsql.output")),
+      "recsql.engines.datafusion", "recsql.engines.steps", "recsql.output")),
     ("evaluation", "one evaluation's inputs bound on an engine: its validated plan, its request, the errors of its "
                    "input checks, the warning on the off-policy estimators' weights",
      ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain", "recsql.weights_warning")),

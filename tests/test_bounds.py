@@ -128,18 +128,17 @@ def test_every_metric_stays_in_its_declared_range(asked, use_rank, data, truth, 
     if ties == "average":  # refused for the metrics it is not exact for: ask only the others
         exact = [m for m in asked if m.spec.supports_ties("average", resolve_metric(m, convention).all_options())]
         asked, ties = (exact, ties) if exact else (asked, None)
-    asked = [with_cutoff_if_needed(m, convention) for m in asked
-             if m.all_options().get("split") != "items"]  # the items' head flags (head_col): test_beyond_properties.py
     # target=positions reads recs of one row per (user, item, position), which no list metric can read beside
     # it (its estimators' values: test_logs_positions.py), and the slate and cascade weights are the list's
-    # (another target is refused): those are drawn with target=list here
+    # (another target is refused): those are drawn with target=list here, before the cutoff probe reads them
     def valid(m: recsql.Metric) -> recsql.Metric:
         options = m.all_options()
         if m.spec.family == "off_policy" and options.get("target", "list") != "list" and (
                 options["target"] == "positions" or options.get("weights", "impression") != "impression"):
             return recsql.Metric(m.name, m.k, **{**dict(m.options), "target": "list"})
         return m
-    asked = [valid(m) for m in asked]
+    asked = [with_cutoff_if_needed(valid(m), convention) for m in asked
+             if m.all_options().get("split") != "items"]  # the items' head flags (head_col): test_beyond_properties.py
     asked = list({str(m): m for m in asked}.values())
     assume(asked)
     if use_rank and any(m.all_options().get("target") == "scores" for m in asked):

@@ -927,12 +927,8 @@ def test_every_engine_gives_the_same_numbers_for_global_metrics(engine):
     assert_same_tables(got, want, engine.name)
 
 
-# Spark and ClickHouse do not run the weighted evaluation yet (docs/guide/compare.md): Spark's analyser runs out of
-# Java heap, ClickHouse (chdb) analyses the statement for minutes.
-WEIGHTED_ENGINES = ("duckdb", "sqlite", "postgres", "mysql", "datafusion")  # mysql: MariaDB
-
-
-@pytest.mark.parametrize("name", WEIGHTED_ENGINES)
+# Spark and ClickHouse run these statements one CTE at a time (recsql/engines/steps.py; their own tests below)
+@pytest.mark.parametrize("name", ENGINES)
 def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(name):
     """The global metrics recomputed over weighted lists (with a counted one and a per-user one beside
     them), text ids, three runs every pair, within two segments: the same numbers as DuckDB's, themselves
@@ -941,30 +937,7 @@ def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(name):
         _weighted_on(start(name, stack))
 
 
-@pytest.mark.parametrize("name", sorted(set(ENGINES) - set(WEIGHTED_ENGINES)))
-def test_the_engines_without_the_weighted_evaluation_refuse_it_by_name(name):
-    """Spark and ClickHouse refuse the global metrics recomputed over weighted lists, and the
-    off-policy estimators recomputed over resampled logs, naming the metric, the reason and the engines that
-    compare them (never an engine's error, never a number)."""
-    from recsql.comparison_weighted import NOT_YET
-    with ExitStack() as stack:
-        engine = start(name, stack)
-        recs, truth = recs_truth(text=True, users=5, seed=5)
-        items = pd.DataFrame({"item_id": list(range(10)), "category": list("xyzxyzxyzx")})
-        with pytest.raises(recsql.RecsqlError) as err:
-            recsql.compare(engine.load(recs), engine.load(truth), ["exposure_gini@3", "ndcg@3"],
-                           items=engine.load(items), con=engine.con, run_cols="model", resamples=5)
-        assert "'exposure_gini@3'" in str(err.value) and NOT_YET[name] in str(err.value)
-        assert "DuckDB" in str(err.value)
-        logs = pd.DataFrame({"user_id": ["u00", "u01"], "item_id": [1, 2], "position": [1, 1],
-                             "propensity": [0.5, 0.5], "reward": [1.0, 0.0]}).astype({"user_id": "string"})
-        with pytest.raises(recsql.RecsqlError) as err:
-            recsql.compare(engine.load(recs), engine.load(truth), ["ips", "ndcg@3"], logs=engine.load(logs),
-                           con=engine.con, run_cols="model", resamples=5)
-        assert "'ips'" in str(err.value) and "resampled logs" in str(err.value) and NOT_YET[name] in str(err.value)
-
-
-@pytest.mark.parametrize("name", WEIGHTED_ENGINES)
+@pytest.mark.parametrize("name", ENGINES)
 def test_every_engine_gives_the_same_numbers_for_the_off_policy_estimators(name):
     """The off-policy estimators recomputed over resampled logs (with a per-user metric beside them), two slate
     estimators (a resampled context's copies each a slate), text ids, a logged context without a list, three runs

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import recsql
 from recsql.dialects import render
 from recsql.resampling import draws, poisson_thresholds
-from support.engines import start
+from support.engines import ENGINES, start
 from support.paired import close
 from support.reference_beyond import weighted_global
 
@@ -345,11 +345,9 @@ def test_with_truth_per_run_each_list_is_judged_by_its_own_runs_truth(data, k, s
             assert (pd.isna(want) and (mine is None or pd.isna(mine))) or close(mine, want, tol=1e-12), (metric, run)
 
 
-# Spark and ClickHouse refuse the weighted evaluation by name (tests/test_compare.py)
-WEIGHTED_ENGINES = ("duckdb", "sqlite", "postgres", "mysql", "datafusion")  # mysql: MariaDB
 
 
-@pytest.mark.parametrize("name", WEIGHTED_ENGINES)
+@pytest.mark.parametrize("name", ENGINES)
 def test_every_engine_gives_the_same_numbers_with_truth_per_run(name):
     """Truth per run (two runs, each its own truth; text ids), the weighted global metrics that read truth: each
     engine's numbers are DuckDB's in memory, themselves the reference's (the test above); and they are not those

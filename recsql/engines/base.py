@@ -51,6 +51,17 @@ class Runner:
         """Run one statement; return its rows."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------ a long statement in steps (engines/steps.py)
+    in_steps = False  # does compare's recomputing statement run here one CTE at a time?
+
+    def materialize(self, name: str, sql: str) -> None:
+        """Make ``sql``'s rows the session's temporary table ``name`` (engines that run :attr:`in_steps`)."""
+        raise NotImplementedError
+
+    def release(self, name: str) -> None:
+        """Drop the temporary table ``name`` :meth:`materialize` made."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------ session settings, set and set back
     def query_settings(self) -> dict[str, str]:
         """The session settings recsql's statements need on this connection (name -> value), set for

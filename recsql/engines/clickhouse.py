@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sqlglot import exp
+
 from ..sources import Source
 from .base import Runner
 
@@ -12,6 +14,17 @@ from .base import Runner
 class ClickHouseRunner(Runner):
     name = "ClickHouse (chdb)"
     dialect = "clickhouse"
+
+    in_steps = True  # it writes every CTE out where it is read
+
+    def materialize(self, name: str, sql: str) -> None:
+        try:
+            self.con.query(f"CREATE TEMPORARY TABLE {_quoted(name)} ENGINE = Memory AS {sql}")
+        except Exception as err:  # noqa: BLE001
+            raise self.failed(err) from None
+
+    def release(self, name: str) -> None:
+        self.con.query(f"DROP TEMPORARY TABLE IF EXISTS {_quoted(name)}")
 
     def describe(self, source: Source) -> dict[str, str]:
         try:
@@ -25,3 +38,7 @@ class ClickHouseRunner(Runner):
             return self.con.query(sql, "DataFrame")
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("clickhouse")

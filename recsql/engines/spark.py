@@ -31,6 +31,21 @@ class SparkRunner(Runner):
         except Exception as err:  # noqa: BLE001 - AnalysisException and friends
             raise self.missing(source, err) from None
 
+    in_steps = True  # its analyser inlines every CTE where it is read
+
+    def materialize(self, name: str, sql: str) -> None:
+        """A temporary view of the rows' local checkpoint: computed once, and read later as a leaf, so no later
+        step analyses this step's plan again. Its columns are aliased anew: two checkpoints of one lineage
+        share their columns' ids, and a step reading both failed ("key not found: metric#443L")."""
+        try:
+            rows = self.con.sql(sql).localCheckpoint()
+            rows.select(*(rows[c].alias(c) for c in rows.columns)).createTempView(name)
+        except Exception as err:  # noqa: BLE001
+            raise self.failed(err) from None
+
+    def release(self, name: str) -> None:
+        self.con.catalog.dropTempView(name)
+
     def fetch(self, sql: str) -> pa.Table | pd.DataFrame:
         """The rows as Arrow where PySpark can (``DataFrame.toArrow``, PySpark 4): no row-by-row
         conversion through Python objects, which took a second of a 10M-row evaluation's 100k users."""
