@@ -133,6 +133,16 @@ def run_logs_tool(tool: str, folder: Path, _unused, work: Path, args, repeat: in
                           warm=sorted(folder.glob("*.parquet")), env=env)
 
 
+def memory_limits(text: str | None) -> dict[int | None, str | None]:
+    """--duckdb-memory-limit: ``4GB`` for every size, or ``4GB,100M=3GB``, a size's own limit after the
+    default (key None)."""
+    limits: dict[int | None, str | None] = {None: None}
+    for part in filter(None, (text or "").split(",")):
+        size, _, limit = part.rpartition("=")
+        limits[datagen.parse_rows(size) if size else None] = limit.strip() or None
+    return limits
+
+
 def obp_need_mb(tool: str, n: int) -> float:
     return ARRAYS[tool] * n * N_ACTIONS * 8 / 2 ** 20
 
@@ -144,6 +154,12 @@ def relative_diff(value: float, reference: float) -> float:
 def check(res: dict, ref: dict) -> None:
     res["rel_diff"] = {m: relative_diff(v, ref["metrics"][m]) for m, v in res["metrics"].items()}
     res["agrees"] = max(res["rel_diff"].values()) <= TOLERANCE
+
+
+def _limits_text(text: str | None) -> str:
+    limits = memory_limits(text)
+    sizes = [f"{datagen.label_rows(n)}: {v or 'none'}" for n, v in limits.items() if n is not None]
+    return (limits[None] or "none") + (f" ({', '.join(sizes)})" if sizes else "")
 
 
 def write_markdown(data: dict, path: Path) -> None:
@@ -162,7 +178,7 @@ def write_markdown(data: dict, path: Path) -> None:
         f" item per user (target=list), the logging policy's greedy one for {TARGET_AGREES:.0%} of the users; a"
         " reward model of the logged and the recommended item per user. DuckDB SQL from range()/hash()"
         " (benchmarks/logs.py), Parquet, files in the page cache",
-        f"- **Settings**: DuckDB memory_limit {c['duckdb_memory_limit'] or 'none'} (recsql and the floor); per-tool"
+        f"- **Settings**: DuckDB memory_limit {_limits_text(c['duckdb_memory_limit'])} (recsql and the floor); per-tool"
         f" timeout {c['timeout']} s, memory limit {c['mem_limit_mb']} MB; repeat {c['repeat']} (best wall kept)",
         f"- **Metrics**: recsql `{', '.join(METRICS)}` in one call; obp's IPW, SNIPW, IPW(lambda_={CAP}) and ESS of its"
         " weights in one process, DM and DR in another",
@@ -213,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--data", type=Path, default=HERE / "data", help="data cache (default benchmarks/data)")
     parser.add_argument("--obp-python", type=Path, default=OBP_VENV_PYTHON, help="the Python of obp's venv")
-    parser.add_argument("--duckdb-memory-limit", default="4GB", help="DuckDB memory_limit of recsql and the floor")
+    parser.add_argument("--duckdb-memory-limit", default="4GB",
+                        help="DuckDB memory_limit of recsql and the floor: 4GB, or 4GB,100M=3GB (a size's own)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool and size; the best wall is kept")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per tool run (default 3600)")
     parser.add_argument("--mem-limit-mb", type=int, default=int(mem_total_mb * 0.8),
@@ -222,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="kill a tool when the machine's available memory falls below this")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args(argv)
+    limits = memory_limits(args.duckdb_memory_limit)
     tools = [t for t in ALL_TOOLS if t in {"recsql", *args.tools.split(",")}]
     if any(t.startswith("obp") for t in tools) and not args.obp_python.is_file():
         raise SystemExit(f"obp's Python is not at {args.obp_python}: run `bash .ci/engines.sh` or pass --obp-python")
@@ -239,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         folder, meta = generate(n, args.data, seed=args.seed)
         work = args.data / "work" / f"logs-{label}"
         work.mkdir(parents=True, exist_ok=True)
-        size = {"rows": n, "label": label, "data": meta, "results": [], "skipped": {}}
+        limit = limits.get(n, limits[None])
+        size = {"rows": n, "label": label, "data": meta, "duckdb_memory_limit": limit, "results": [], "skipped": {}}
+        args_n = argparse.Namespace(**{**vars(args), "duckdb_memory_limit": limit})
         data["sizes"].append(size)
         ref = None
         for tool in tools:
@@ -249,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                                          f" {args.mem_limit_mb}")
                 print(f"[{label}] {tool} skipped: {size['skipped'][tool]}", flush=True)
                 continue
-            best = run.best_of(tool, folder, None, work, args, label, run=run_logs_tool)
+            best = run.best_of(tool, folder, None, work, args_n, label, run=run_logs_tool)
             if tool == "recsql":
                 ref = best if best["status"] == "ok" else None
                 failed |= ref is None

@@ -71,13 +71,22 @@ def test_only_the_best_repeats_per_user_file_is_kept(tmp_path):
     assert [p.exists() for p in made] == [False, True, False]
 
 
+def test_the_logs_benchmark_reads_a_memory_limit_per_size():
+    """--duckdb-memory-limit: one limit for every size, or a default then SIZE=LIMIT pairs."""
+    assert logs.memory_limits("4GB") == {None: "4GB"}
+    assert logs.memory_limits("4GB,100M=3GB") == {None: "4GB", 100_000_000: "3GB"}
+    assert logs.memory_limits("") == {None: None}
+    assert logs._limits_text("4GB,100M=3GB,10M=3.5GB") == "4GB (100M: 3GB, 10M: 3.5GB)"
+
+
 def test_the_logs_benchmark_agrees_with_obp_on_a_small_run(tmp_path):
     """benchmarks/logs.py end to end on 10,000 logged impressions: recsql, the floor and obp (in its own
     venv, tests/test_logs_obp.py's) in their own processes; every obp estimate equals recsql's to 1e-9
     relative, and the logging propensities are the policy's true probabilities of the logged item."""
     assert logs.main(["--rows", "10k", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "data"),
-                      "--duckdb-memory-limit", "1GB", "--min-free-mb", "0"]) == 0
+                      "--duckdb-memory-limit", "4GB,10k=1GB", "--min-free-mb", "0"]) == 0
     size = json.loads((tmp_path / "out" / "logs.json").read_text())["sizes"][0]
+    assert size["duckdb_memory_limit"] == "1GB"  # the size's own limit, over the default
     by = {r["tool"]: r for r in size["results"]}
     assert sorted(by) == ["floor", "obp-dr", "obp-ips", "recsql"] and not size["skipped"]
     assert all(r["status"] == "ok" for r in by.values())
