@@ -54,15 +54,16 @@ def test_a_failing_step_leaves_no_table_behind(name):
         engine = start(name, stack)
         engine.load(pd.DataFrame({"n": [0, 1]}), name="numbers_in")
         before = engine.tables()
-        statement = "WITH a AS (SELECT n FROM numbers_in), b AS (SELECT no_such_column FROM a) SELECT * FROM b"
+        statement = ("WITH a AS (SELECT n FROM numbers_in), b AS (SELECT no_such_column FROM a UNION ALL SELECT n FROM a) "
+                     "SELECT * FROM b")  # a, read twice, is a step made before b fails
         with runner_for(engine.con) as runner, pytest.raises(RecsqlError, match="the evaluation query failed"):
             fetch_in_steps(runner, statement)
         assert engine.tables() == before
 
 
-def test_the_steps_read_their_own_tables_under_the_ctes_names():
-    steps, final = split("WITH a AS (SELECT 1 AS x), b AS (SELECT a.x FROM a JOIN a AS a2 ON a.x = a2.x) "
-                         "SELECT b.x FROM b", "duckdb", "__recsql_t")
-    assert steps == [("__recsql_t_0", "SELECT 1 AS x"),
-                     ("__recsql_t_1", 'SELECT a.x FROM "__recsql_t_0" AS a JOIN "__recsql_t_0" AS a2 ON a.x = a2.x')]
-    assert final == 'SELECT b.x FROM "__recsql_t_1" AS b'
+def test_a_cte_read_twice_is_a_step_read_under_its_name_and_one_read_once_stays_a_cte():
+    steps, final = split("WITH a AS (SELECT 1 AS x), b AS (SELECT a.x FROM a JOIN a AS a2 ON a.x = a2.x), "
+                         "c AS (SELECT 2 AS y), unread AS (SELECT 3 AS z) SELECT b.x FROM b", "duckdb", "__recsql_t")
+    assert steps == [("__recsql_t_0", "SELECT 1 AS x")]
+    assert final == ('WITH b AS (SELECT a.x FROM "__recsql_t_0" AS a JOIN "__recsql_t_0" AS a2 ON a.x = a2.x) '
+                     "SELECT b.x FROM b")

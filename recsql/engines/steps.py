@@ -6,6 +6,7 @@ and the off-policy estimators recomputed per resample (:mod:`recsql.comparison_w
 CTEs, many read by several others, so its inlined tree grows with every level: Spark's analyser ran out of a
 gigabyte of Java heap on 2 runs of 5 users, ClickHouse analysed it for a minute. Each step alone is small.
 
+Only a CTE read more than once is a step; one read once stays a CTE of the step that reads it.
 The tables are the session's own and temporary (Spark: a temporary view of a local checkpoint, which cuts the
 step's lineage; ClickHouse: a ``TEMPORARY`` table), named ``__recsql_<random>_<n>``, so no name of the user's
 is shadowed or overwritten, and each is dropped afterwards, also after a failure. A reference to a CTE is
@@ -15,6 +16,7 @@ The statement's top-level ``SETTINGS`` (ClickHouse's ``join_use_nulls = 1``) are
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import sqlglot
@@ -27,35 +29,58 @@ if TYPE_CHECKING:
 
 
 def split(sql: str, dialect: str, prefix: str) -> tuple[list[tuple[str, str]], str]:
-    """``sql``'s top-level CTEs as (table name, ``SELECT`` text), in order, and the final statement over them."""
+    """``sql``'s steps as (table name, ``SELECT`` text), in order, and the final statement over their tables.
+    A CTE read more than once is a step; one read once stays a CTE of the step (or the final statement) that
+    reads it, with the CTEs read once that it reads in turn, so each step is a job of its own only where the
+    engine would compute it again; a CTE read by nothing is left out, as the engine leaves it uncomputed."""
     tree = sqlglot.parse_one(sql, read=dialect)
     with_ = tree.args.get("with_")
     if with_ is None or with_.args.get("recursive"):
         raise RecsqlError("internal: a statement run in steps needs a top-level WITH that is not recursive")
-    names = {cte.alias_or_name.lower(): f"{prefix}_{i}" for i, cte in enumerate(with_.expressions)}
-    if any(inner.alias_or_name.lower() in names for node in tree.find_all(exp.With) if node is not with_
+    ctes = {cte.alias_or_name.lower(): cte for cte in with_.expressions}
+    if any(inner.alias_or_name.lower() in ctes for node in tree.find_all(exp.With) if node is not with_
            for inner in node.expressions):
         raise RecsqlError("internal: a nested WITH names a CTE of the statement run in steps")
+    tree.set("with_", None)
+
+    def read(node: exp.Expression) -> list[str]:
+        return [t.name.lower() for t in node.find_all(exp.Table) if not t.args.get("db") and t.name.lower() in ctes]
+
+    readers = Counter(name for node in [*(cte.this for cte in ctes.values()), tree] for name in read(node))
+    tables = {name: f"{prefix}_{i}" for i, name in enumerate(n for n in ctes if readers[n] > 1)}
 
     def to_step(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Table) and not node.args.get("db") and node.name.lower() in names:
-            return exp.Table(this=exp.to_identifier(names[node.name.lower()], quoted=True),
+        if isinstance(node, exp.Table) and not node.args.get("db") and node.name.lower() in tables:
+            return exp.Table(this=exp.to_identifier(tables[node.name.lower()], quoted=True),
                              alias=exp.TableAlias(this=exp.to_identifier(node.alias or node.name)))
         return node
 
+    def with_inlined(body: exp.Expression) -> exp.Expression:
+        """``body`` with the CTEs read once that it reads (and those read), in the statement's order."""
+        found: set[str] = set()
+        todo = read(body)
+        while todo:
+            name = todo.pop()
+            if name not in tables and name not in found:
+                found.add(name)
+                todo.extend(read(ctes[name].this))
+        if found:
+            body.set("with_", exp.With(expressions=[cte.copy() for name, cte in ctes.items() if name in found]))
+        return body.transform(to_step)
+
     settings = tree.args.get("settings")
     steps = []
-    for cte in with_.expressions:
-        body = cte.this.transform(to_step)
+    for name, table in tables.items():
+        cte = ctes[name]
+        body = cte.this.copy()
         columns = cte.args["alias"].columns
         if columns or (settings and not isinstance(body, exp.Select)):
             alias = exp.TableAlias(this=exp.to_identifier("s"), columns=[c.copy() for c in columns])
             body = exp.select("*").from_(exp.Subquery(this=body, alias=alias))
         if settings:
             body.set("settings", [s.copy() for s in settings])
-        steps.append((names[cte.alias_or_name.lower()], body.sql(dialect=dialect)))
-    tree.set("with_", None)
-    return steps, tree.transform(to_step).sql(dialect=dialect)
+        steps.append((table, with_inlined(body).sql(dialect=dialect)))
+    return steps, with_inlined(tree).sql(dialect=dialect)
 
 
 def fetch_in_steps(runner: "Runner", sql: str):
