@@ -59,12 +59,12 @@ def test_the_estimators_by_hand():
 
 @st.composite
 def slates(draw):
-    """Logged slates of up to three users (positions 1..m, distinct items), with marginal, joint and cascade
+    """Logged slates of up to three users (positions 1..m), with marginal, joint and cascade
     propensities; per run (two runs) the target's probability of each logged slate's prefixes: products of factors
     in {0, 0.25, 0.5, 1} down the slate (never rising), one recs row per logged row."""
     logs, recs = [], []
     for user in draw(st.lists(st.integers(1, 3), min_size=1, max_size=3, unique=True)):
-        items = draw(st.lists(st.integers(10, 15), min_size=1, max_size=3, unique=True))
+        items = draw(st.lists(st.integers(10, 15), min_size=1, max_size=3))  # an item may be shown twice
         joint, cascade = draw(st.sampled_from([0.01, 0.05, 0.2, 1.0])), 1.0
         for position, item in enumerate(items, start=1):
             cascade *= draw(st.sampled_from([0.2, 0.5, 1.0]))

@@ -34,6 +34,7 @@ from ..metrics import Metric
 from ..trees import parse
 from .log_checks import invalid_log_value
 from .plan import Plan, logs_runs
+from .rewrite import drop_joins
 
 POLICIES = ("scores", "positions", "slates")  # the target option's values that read the recs as probabilities
 EXCESS = 1e-9  # a sum of probabilities above 1 + EXCESS is no policy (rounding of the user's own sums aside)
@@ -103,11 +104,13 @@ def _slate_target(select: exp.Select) -> None:
 
 def target_rows(plan: Plan, ctes: dict[str, exp.CTE]) -> None:
     """The stage's log_rows (and log_policy) for a stochastic target read per position: target=positions and
-    target=slates join the recs on the logged position too; target=slates reads its prefix probabilities."""
+    target=slates join the recs on the logged position too; target=slates reads its prefix probabilities, and no
+    list: the join to the ranked rows (``s``, by item) goes, as a slate may show an item at two positions."""
     if plan.policy in PER_POSITION:
         _per_position(ctes)
     if plan.policy == "slates":
         _slate_target(ctes["log_rows"].this)
+        drop_joins(ctes["log_rows"].this, {"s"})
 
 
 def invalid_probability(plan: Plan) -> exp.Expression | None:
