@@ -222,13 +222,13 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
             raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
     if found.get("recs_policy_excess"):
         raise explain_policy_excess(plan, found["recs_policy_excess"])
-    if found.get("recs_slate_mismatch"):
+    refuse_logs(runner, plan, found)
+    if found.get("recs_slate_mismatch"):  # after the logs' own checks: an invalid logged row matches nothing
         raise RecsqlError(f"recs (target=slates) and logs disagree on {found['recs_slate_mismatch']} row(s): every "
                           "logged row needs its recs row (same context, position and item: the target's probability "
                           "of the logged slate's items down to that position), and every recs row its logged row; a "
                           "missing probability is not read as 0: give one recs row per logged row (per run), and "
                           "no other")
-    refuse_logs(runner, plan, found)
 
 
 def fetch_checked(runner: Runner, plan: Plan, sql: str, fetch: Any = None) -> Any:

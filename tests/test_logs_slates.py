@@ -157,3 +157,10 @@ def test_to_sql():
     sql = recsql.to_sql("recs", None, ["slate_rips(target=slates)"], logs="logs", dialect="postgres",
                         cascade_propensity_col="cp")
     assert "recs_slate_mismatch" in sql and "recs_policy_excess" in sql
+
+
+def test_an_invalid_logged_row_is_refused_as_such_first():
+    """A logged row with a NULL position matches no recs row; the logs' own check names it, not the mismatch."""
+    logs = LOGS.astype({"position": float}).assign(position=[None, *LOGS.position[1:]])
+    with pytest.raises(recsql.RecsqlError, match=r"logs .*position"):
+        recsql.evaluate(RECS, None, ["slate_rips(target=slates)"], logs=logs, **COLUMNS)
