@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable
 from sqlglot import exp
 
 from .compose.plan import Plan
+from .compose.policy import PER_POSITION
 from .compose.rewrite import rename_relations, union_all
 from .metrics import Metric
 from .resampling import bigint, poisson_thresholds
@@ -48,12 +49,12 @@ def logged(found: dict[int, Metric]) -> list[int]:
 def plan_for(plan: Plan) -> Plan:
     """The resampled evaluation's plan: ``cmp_orecs`` as recs (run key :data:`RUN_COL`, scored by −ord, the
     evaluation's own order, under its tie rule, so each list is the one evaluate ranked, and target=scores
-    reads the score it read; target=positions the position too) and ``cmp_ologs`` as logs carrying that key; the reward model as the evaluation
+    reads the score it read; target=positions and target=slates the position too) and ``cmp_ologs`` as logs carrying that key; the reward model as the evaluation
     read it. The ids are read from the evaluation's input CTEs, already cast; no other input (the estimators
     read none)."""
     recs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id",
                       exp.alias_(exp.Neg(this=exp.column("ord")), SCORE_COL),
-                      *(["position"] if plan.policy == "positions" else [])).from_("cmp_orecs").subquery("cmp_orecs")
+                      *(["position"] if plan.policy in PER_POSITION else [])).from_("cmp_orecs").subquery("cmp_orecs")
     logs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id", "position", "propensity",
                       "reward", "slate_propensity", "cascade_propensity", "copy").from_("cmp_ologs").subquery("cmp_ologs")
     model = exp.select("user_id", "item_id", "reward").from_("cmp_model").subquery("cmp_model") \
@@ -61,7 +62,7 @@ def plan_for(plan: Plan) -> Plan:
     return dataclasses.replace(
         plan, recs=recs, truth=None, run_cols=(RUN_COL,), truth_has_runs=False, user_col="user_id", item_col="item_id",
         score_col=SCORE_COL, rank_col=None, relevance_col=None, logs=logs, logs_has_runs=True, logs_run_cols=(), reward_model=model,
-        position_col="position", recs_position_col="position" if plan.policy == "positions" else None,
+        position_col="position", recs_position_col="position" if plan.policy in PER_POSITION else None,
         propensity_col="propensity", reward_col="reward", model_reward_col="reward",
         slate_propensity_col="slate_propensity" if plan.slate_propensity_col else None,
         cascade_propensity_col="cascade_propensity" if plan.cascade_propensity_col else None, logs_copy_col="copy",
@@ -123,7 +124,7 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
     as ``cmp_global_logged`` (and ``cmp_global_logged_users``)."""
     found = {i: values.global_kinds[i] for i in logged(values.global_kinds)}
     ctes = lists_ctes(found, values.runs, values.logged_plan.reward_model is not None,
-                      values.logged_plan.policy == "positions")
+                      values.logged_plan.policy in PER_POSITION)
     ctes += template(TEMPLATE, {**parameters, "max_draw": len(poisson_thresholds())})
     ctes += evaluation(values.logged_plan, found, PREFIX, "cmp_logged_values")
     return ctes + rename_relations(template(STATS_TEMPLATE, parameters, tuple(found)), RENAMED)

@@ -91,25 +91,38 @@ def _explain_policy(runner: Runner, plan: Plan) -> RecsqlError | None:
     positions: in [0, 1]), or whose position is not a whole number >= 1 (target=positions)."""
     score = quoted_column(plan.score_col)
     checks = [_count(exp.condition(f"NOT ({score.sql()} >= 0 AND {score.sql()} <= 1)"))]
-    if plan.policy == "positions":
+    if plan.policy in ("positions", "slates"):
         position = quoted_column(plan.recs_position_col).sql()
         checks.append(_count(exp.condition(f"NOT ({position} >= 1 AND {position} = FLOOR({position}))")))
     query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(checks)]).from_(plan.recs.copy())
     row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
     if row[0]:
+        what, fix = _PROBABILITY[plan.policy]
         return RecsqlError(f"recs column {plan.score_col!r} has {int(row[0])} score(s) outside [0, 1]; with "
-                           f"target={plan.policy} the score is the target policy's probability of showing the item"
-                           f"{' at the position' if plan.policy == 'positions' else ''}: give probabilities (e.g. "
-                           f"a softmax of the model's scores per context{' and position' if plan.policy == 'positions' else ''}), "
-                           "or use target=list to evaluate the ranked lists")
+                           f"target={plan.policy} the score is the target policy's probability of {what}: give "
+                           f"probabilities ({fix}), or use target=list to evaluate the ranked lists")
     if len(row) > 1 and row[1]:
         return RecsqlError(f"recs column {plan.recs_position_col!r} (position_col) has {int(row[1])} position(s) that "
                            "are not a whole number >= 1 (1 is the first slot), as the logs' positions are")
     return None
 
 
+_PROBABILITY = {"scores": ("showing the item", "e.g. a softmax of the model's scores per context"),
+                "positions": ("showing the item at the position", "e.g. a softmax of the model's scores per context "
+                              "and position"),
+                "slates": ("the logged slate's items at positions 1..k", "e.g. the product of a Plackett-Luce "
+                           "policy's choice probabilities down to the position")}
+
+
 def explain_policy_excess(plan: Plan, found: int) -> RecsqlError:
-    """The error for ``found`` groups of recs whose probabilities sum above 1 (recsql/compose/policy.py)."""
+    """The error for ``found`` groups of recs whose probabilities sum above 1 (recsql/compose/policy.py), or for
+    target=slates ``found`` rows likelier than a shorter prefix of their slate."""
+    if plan.policy == "slates":
+        return RecsqlError(f"recs column {plan.score_col!r}: with target=slates the score of a row at position k is "
+                           "the target policy's probability of the logged slate's items at positions 1..k, which "
+                           f"cannot grow with k, and {found} row(s) exceed the score of an earlier position of their "
+                           "slate: give each row the product of the target's probabilities of the items at positions "
+                           "1..k (obp's evaluation_policy_pscore_cascade), not of the item at k alone")
     groups = ("contexts (users)" if plan.policy == "scores" else
               "groups of a context and a position (one item per slot), or of a context and an item (an item is "
               "shown at most once),")
@@ -152,7 +165,7 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     best = "Pass duplicates='best' to keep each item's best-ranked row."
     highest = "Pass duplicates='max' to keep the highest relevance."
     # role -> (its rows with internal names, its run keys, its key columns after user and item, the fix)
-    position = {"position": plan.recs_position_col} if plan.policy == "positions" else {}  # a policy per position
+    position = {"position": plan.recs_position_col} if plan.policy in ("positions", "slates") else {}  # per position
     keyed = {"recs": (lambda: recs_in(plan), runs, position, best),
              "truth": (lambda: truth_in(plan), truth_runs(plan), {}, highest),
              "expected_recs": (lambda: expected_in(plan), [], {}, best),
@@ -162,6 +175,9 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
         body, keys = make(), [*run_keys, "user_id", "item_id", *more]
         names = [*[dict(zip(runs, plan.run_cols))[k] for k in run_keys], plan.user_col, plan.item_col,
                  *more.values()]
+        if role == "recs" and plan.policy == "slates":  # one prefix probability per context and position
+            keys, names = [k for k in keys if k != "item_id"], [n for n in names if n != plan.item_col]
+            fix = "With target=slates give one recs row per logged row: the probability of its slate's prefix."
     else:  # items (item key), item_features (item, feature)
         item = exp.alias_(quoted_column(plan.item_col), "item_id")
         if role == "items":
@@ -178,7 +194,7 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
         if plan.policy == "scores" and positioned:  # a stochastic ranking's rows, one per position
             fix = (f"If the scores are the target's probabilities per position (column {positioned!r}), use "
                    "target=positions instead of target=scores.")
-        elif extra:
+        elif extra and plan.policy != "slates":
             fix = (f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
                    f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
     groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
@@ -207,6 +223,12 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
     if found.get("recs_policy_excess"):
         raise explain_policy_excess(plan, found["recs_policy_excess"])
     refuse_logs(runner, plan, found)
+    if found.get("recs_slate_mismatch"):  # after the logs' own checks: an invalid logged row matches nothing
+        raise RecsqlError(f"recs (target=slates) and logs disagree on {found['recs_slate_mismatch']} row(s): every "
+                          "logged row needs its recs row (same context, position and item: the target's probability "
+                          "of the logged slate's items down to that position), and every recs row its logged row; a "
+                          "missing probability is not read as 0: give one recs row per logged row (per run), and "
+                          "no other")
 
 
 def fetch_checked(runner: Runner, plan: Plan, sql: str, fetch: Any = None) -> Any:

@@ -102,8 +102,9 @@ SHARED: tuple[Option, ...] = (
     _column("--interaction-weight-col", "--interactions column weighing each interaction in a user's history "
                                         "(miscalibration's p(g|u), Steck's w_ui, e.g. a recency weight; default: "
                                         "none, every item of the history weighs 1)"),
-    _column("--position-col", "--logs position column, 1 is the first slot (default: position; absent in the logs: "
-                              "every impression is the one slot)"),
+    _column("--position-col", "--logs position column, 1 is the first slot, and the recs' of a stochastic target "
+                              "per position (target=positions) or of the logged slates' prefixes (target=slates) "
+                              "(default: position; absent in the logs: every impression is the one slot)"),
     Option("--no-position", "position_col", None, "--logs have no position column: every impression is the one "
            "slot (recsql sql, which reads no table, needs it said; elsewhere a missing column is found)", "columns",
            {"action": "store_const", "const": None}),
@@ -112,7 +113,8 @@ SHARED: tuple[Option, ...] = (
     _column("--slate-propensity-col", "--logs column of the logging policy's probability of the whole logged slate, "
                                       "the same on each of its rows (slate_ips, slate_snips; default: none)"),
     _column("--cascade-propensity-col", "--logs column of the logging policy's probability of the slate's items at "
-                                        "positions 1..k, on the row of position k (slate_rips, slate_snrips; default: none)"),
+                                        "positions 1..k, on the row of position k (slate_rips, slate_snrips; their target's, with target=slates, "
+                                        "is the recs' score on the same row; default: none)"),
     _column("--reward-col", "--logs reward column, and --reward-model's predicted reward (default: reward)"),
     _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
                             "every per-user value the mean over the run's samples)"),

@@ -211,9 +211,9 @@ def _log_columns(sources: dict[str, Source], cols: dict[str, Any]) -> dict[str, 
 
 def _policy_columns(recs: Source, cols: dict[str, Any], metrics: list[Metric]) -> dict[str, Any]:
     """What the recs are to the estimators' target (recsql/compose/policy.py), and for a policy per position
-    (target=positions) the recs' position column: the logs' name, ``position_col``, as recs spell it."""
+    (target=positions) or of the logged slates' prefixes (target=slates) the recs' position column: the logs' name, ``position_col``, as recs spell it."""
     policy = target_policy(metrics)
-    if policy != "positions":
+    if policy not in ("positions", "slates"):
         return {"policy": policy}
     column = resolve_column(recs, cols["position_col"] or "position", "position_col")
     require_number(recs, column, "position (1 is the first) of the target policy's probabilities")

@@ -78,7 +78,7 @@ def _weights_of(m: Metric) -> Metric | None:
         return None
     if kind == "impression":  # slate_iips and slate_sniips: their target's weights (target=positions: the recs')
         return Metric(ESS) if options.get("target", "list") == "list" else Metric(ESS, target=options["target"])
-    return Metric(ESS, weights=kind)
+    return Metric(ESS, weights=kind, target="slates") if options.get("target") == "slates" else Metric(ESS, weights=kind)
 
 
 def _estimators(metrics: Sequence[Metric]) -> dict[Metric, list[Metric]]:

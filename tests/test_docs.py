@@ -47,7 +47,7 @@ COUNTS = {
     "docs/guide/compare.md": (3, 1),
     "docs/guide/decisions.md": (4, 0),
     "docs/guide/engines.md": (2, 1),
-    "docs/guide/logs.md": (6, 2),
+    "docs/guide/logs.md": (7, 2),
     "docs/guide/metrics.md": (5, 0),
     "docs/guide/mlflow.md": (4, 0),
     "docs/guide/populations.md": (1, 0),

@@ -315,6 +315,46 @@ def test_a_stochastic_target_per_position(engine):
         recsql.evaluate(engine.load(over), None, asked[:1], con=engine.con, run_cols=["model"], logs=engine.load(logs))
 
 
+def test_a_stochastic_target_of_whole_slates(engine):
+    """target=slates (docs/guide/logs.md, "The target policy"): per run, the target's probability of each logged
+    slate's prefix (a product of factors down the slate, one recs row per logged row); the slate and cascade
+    estimators, their ess and max_weight, and the prefixes' checks give DuckDB's numbers (themselves checked against
+    obp and the reference: tests/test_logs_slates.py)."""
+    data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+    recs = pd.read_parquet(data / "recs.parquet").query("user_id < 30").reset_index(drop=True)
+    models = sorted(recs["model"].astype(str).unique())
+    ranked = recs.sort_values(["user_id", "score", "item_id"], ascending=[True, False, True])
+    prefixes, logged = [], []
+    for user, items in ranked.groupby("user_id")["item_id"]:
+        slate = list(dict.fromkeys(items))[:3]
+        joint, cascade = 0.05 + 0.01 * (user % 4), 1.0
+        for k, item in enumerate(slate, start=1):
+            cascade *= 0.5 + 0.1 * (item % 4)
+            logged.append({"user_id": user, "item_id": item, "position": k, "propensity": 0.5, "slate_propensity": joint,
+                           "cascade_propensity": cascade, "reward": float((item + user) % 2)})
+        for r, model in enumerate(models):
+            prefix = 1.0
+            for k, item in enumerate(slate, start=1):
+                prefix *= 0.2 + 0.2 * ((item + r + k) % 5)  # 0.2 .. 1.0
+                prefixes.append({"model": model, "user_id": user, "item_id": item, "position": k, "score": prefix})
+    policy, logs = pd.DataFrame(prefixes), pd.DataFrame(logged)
+    columns = {"slate_propensity_col": "slate_propensity", "cascade_propensity_col": "cascade_propensity"}
+    asked = [f"{name}(target=slates)" for name in ("slate_ips", "slate_snips", "slate_rips", "slate_snrips")] + [
+        f"{name}(target=slates,weights={kind})" for name in ("ess", "max_weight") for kind in ("slate", "cascade")]
+    got = recsql.evaluate(engine.load(policy), None, asked, con=engine.con, run_cols=["model"], logs=engine.load(logs),
+                          **columns)
+    want = recsql.evaluate(policy, None, asked, run_cols=["model"], logs=logs, **columns)
+    assert len(want.summary) == len(models) and (want.summary[asked] > 0).all().all()
+    assert_same(got.summary, want.summary, ["model"])
+    rising = policy.assign(score=policy["score"].where(policy["position"] != 2, 1.0))  # above the first position's
+    with pytest.raises(recsql.RecsqlError, match=r"row\(s\) exceed the score of an earlier position"):
+        recsql.evaluate(engine.load(rising), None, asked[:1], con=engine.con, run_cols=["model"],
+                        logs=engine.load(logs), **columns)
+    with pytest.raises(recsql.RecsqlError, match=r"recs \(target=slates\) and logs disagree on 1 row"):
+        recsql.evaluate(engine.load(policy.iloc[1:]), None, asked[:1], con=engine.con, run_cols=["model"],
+                        logs=engine.load(logs), **columns)
+
+
 def test_logs_per_run(engine):
     """Logs that carry the run column (docs/guide/logs.md, "Logs per run"): each run estimated on its own rows,
     a run without logs NULL, as DuckDB gives them (themselves the reference's: tests/test_logs_per_run.py)."""

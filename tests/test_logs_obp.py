@@ -145,7 +145,8 @@ def test_a_stochastic_ranking_per_position_equals_obps(obp_cases):
     """target=positions: a stochastic target ranking given as recs rows (context, item, position, probability).
     On the Open Bandit Dataset sample, a mixture of four rankings per impression (obp's action_dist over item and
     position): every bandit estimator, ess and max_weight equal obp's. On obp's synthetic slates, a Plackett-Luce
-    target whose marginal π_e(a at k | x) obp computes: slate_iips and slate_sniips equal obp's."""
+    target whose marginal π_e(a at k | x) obp computes: slate_iips and slate_sniips equal obp's (and with the same
+    target's probabilities of the logged slates' prefixes, target=slates: the next test)."""
     out = obp_cases[0]
     cases = json.loads((out / "positions_cases.json").read_text(encoding="utf-8"))
     assert len(cases) == 5
@@ -161,3 +162,25 @@ def test_a_stochastic_ranking_per_position_equals_obps(obp_cases):
         assert len(case["expected"]) == (2 if slates else 9)
         for metric, want in case["expected"].items():
             assert math.isclose(got[metric], want, rel_tol=1e-9, abs_tol=1e-12), (case["case"], metric, got[metric], want)
+
+
+def test_a_stochastic_target_of_whole_slates_equals_obps(obp_cases):
+    """target=slates: on obp's synthetic slates (three seeds), a Plackett-Luce target whose probability of each
+    logged slate's prefix π_e(a_1..a_k | x) obp computes (evaluation_policy_pscore_cascade), given as one recs row per
+    logged row: slate_ips and slate_snips (the prefix at the last position is the whole slate, obp's
+    evaluation_policy_pscore), slate_rips and slate_snrips equal obp's."""
+    out = obp_cases[0]
+    cases = [c for c in json.loads((out / "positions_cases.json").read_text(encoding="utf-8"))
+             if c["case"].startswith("seed")]
+    assert len(cases) == 3
+    for case in cases:
+        assert case["last_is_slate"] and len(case["expected_slates"]) == 4, case
+        folder = out / "slates_positions" / case["case"]
+        logs, recs = pd.read_parquet(folder / "logs.parquet"), pd.read_parquet(folder / "recs_slates.parquet")
+        assert 0 < recs["score"].min() and recs["score"].max() < 1  # stochastic: no prefix is certain or impossible
+        got = recsql.evaluate(recs, None, list(case["expected_slates"]), logs=logs, min_ess_share=0,
+                              slate_propensity_col="slate_propensity",
+                              cascade_propensity_col="cascade_propensity").summary.iloc[0]
+        for metric, want in case["expected_slates"].items():
+            assert want != 0 and math.isclose(got[metric], want, rel_tol=1e-9, abs_tol=1e-12), \
+                (case["case"], metric, got[metric], want)

@@ -18,6 +18,7 @@ from support import reference_beyond
 from support import strategies
 import test_beyond_properties
 import test_logs_positions
+import test_logs_slates
 from support.cases import load, metric_of
 from recsql.families import FAMILIES
 from recsql.templates import read_template, template_names
@@ -34,7 +35,8 @@ def _drawn_options(name: str) -> dict[str, list]:
     drawn: dict[str, list] = {opt: [param.default] for opt, param in REGISTRY[name].params.items()}
     for opt, values in strategies.OPTION_VALUES.get(name, {}).items():
         drawn[opt] += values
-    for options in [*test_beyond_properties.OPTIONS.get(name, []), *test_logs_positions.OPTIONS.get(name, [])]:
+    for options in [*test_beyond_properties.OPTIONS.get(name, []), *test_logs_positions.OPTIONS.get(name, []),
+                    *test_logs_slates.OPTIONS.get(name, [])]:
         for opt, value in options.items():
             drawn[opt].append(value)
     return drawn

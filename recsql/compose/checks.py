@@ -9,7 +9,7 @@ from sqlglot import exp
 from ..trees import not_finite, parse
 from .log_checks import LOG_CHECKS, LOG_KEYS, MISSING_PREDICTIONS, inconsistent_slates, invalid_log_row, slate_rules
 from .plan import Plan, internal_runs, logs_runs, segment_runs, truth_runs
-from .policy import invalid_probability, policy_excess
+from .policy import PER_POSITION, invalid_probability, policy_excess, slate_mismatch
 from .rewrite import union_all
 
 
@@ -19,7 +19,8 @@ from .rewrite import union_all
 # by n rows counts n - 1) among the rows the metrics read (recs: the ranked rows kept, positions <=
 # the largest k, or the whole list), always 0 under a de-duplicating policy (the query keeps one row
 # per key). One value per input, over every run, copied onto every summary row.
-DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "recs_policy_excess", "truth_invalid_rows", "truth_duplicate_rows",
+DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "recs_policy_excess", "recs_slate_mismatch",
+               "truth_invalid_rows", "truth_duplicate_rows",
                "expected_recs_invalid_rows", "expected_recs_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
                "item_features_duplicate_rows", "intents_invalid_rows", "intents_duplicate_rows",
                "interactions_invalid_rows", "users_without_segment", "segment_duplicate_users",
@@ -165,8 +166,10 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         duplicates("recs_duplicate_rows", "", [])
     else:  # the ranked rows kept, of the main list and of a second view's list: the larger count
         names.append("recs_duplicate_rows")
-        # a policy per position holds an item on several rows, one per position: its key has the position
-        per_list = union_all([_extra_copies("recs_in", [*recs_keys, "position"], "d")] if plan.policy == "positions"
+        # a policy per position holds an item on several rows, one per position: its key has the position; the
+        # probabilities of the logged slates' prefixes are one per context and position, whatever the item
+        per_position = [*runs, "user_id", "position"] if plan.policy == "slates" else [*recs_keys, "position"]
+        per_list = union_all([_extra_copies("recs_in", per_position, "d")] if plan.policy in PER_POSITION
                              else [_heads_copies() if heads is not None and t == "list_ranked"
                                    else _extra_copies(t, recs_keys, "d", cut) for t, cut in cuts.items() if t in read])
         parts.append(exp.select(exp.alias_(exp.cast(exp.Max(this=exp.column("d")), "BIGINT"), "recs_duplicate_rows"))
@@ -174,6 +177,9 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
     if plan.policy is not None:
         parts.append(policy_excess(plan, runs))
         names.append("recs_policy_excess")
+    if plan.policy == "slates" and plan.logs is not None:
+        parts.append(slate_mismatch(plan, runs))
+        names.append("recs_slate_mismatch")
     if plan.truth is not None and "truth_in" in read:
         too_large = exp.GT(this=exp.column("relevance"), expression=exp.Literal.number(MAX_EXPONENT)) if exponent else None
         parts.append(_invalid("truth_in", [*truth_runs(plan), "user_id", "item_id", "relevance"],

@@ -69,7 +69,7 @@ def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
     order = exp.cast(quoted_column(plan.rank_col or plan.score_col), order_datatype(plan.ord_type))
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
     keys = _keys(plan, True, role)
-    if role == "recs" and plan.policy == "positions":  # a policy per position: (context, item, position) rows
+    if role == "recs" and plan.policy in ("positions", "slates"):  # a policy per position: (context, item, position) rows
         position = quoted_column(plan.recs_position_col or plan.position_col or "position")
         keys.append(exp.alias_(exp.cast(position, "DOUBLE"), "position"))
     rows = _keyed_input(plan.recs, keys, ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)

@@ -15,6 +15,7 @@ from ..trees import parse
 from .inputs import collation
 from .intents import MAX_IDEAL_K, ideal_chain
 from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, logs_runs, order_datatype, truth_runs as truth_run_keys
+from .policy import target_rows
 from .samples import gather_samples
 from .weights import FIXED_FEATURES, WEIGHTED_BRANCHES, WEIGHTED_FEATURES, unweighted, users_of_shared_truth
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, key_join, null_column,
@@ -125,19 +126,6 @@ def _slate_per_copy(select: exp.Select) -> None:
         keys = window.args.get("partition_by") or []
         if any(isinstance(k, exp.Column) and k.name == "user_id" and k.table == "l" for k in keys):
             window.set("partition_by", [*keys, exp.column("copy", table="l")])
-
-
-def _per_position(ctes: dict[str, exp.CTE]) -> None:
-    """A target policy per position (Plan.policy "positions"): log_rows reads the recs' probability of the logged
-    item at the logged position (join ``c``), and log_policy's value of the target per context and position,
-    Σ_a π_e(a at k | x) q̂(x, a), at the logged position (join ``p``)."""
-    policy = ctes["log_policy"].this
-    policy.set("expressions", [*policy.expressions, exp.column("position", table="r")])
-    policy.set("group", exp.Group(expressions=[*policy.args["group"].expressions, exp.column("position", table="r")]))
-    for join in ctes["log_rows"].this.args["joins"]:
-        if join.alias_or_name in ("c", "p"):
-            join.set("on", exp.and_(join.args["on"], exp.column("position", table=join.alias_or_name)
-                                    .eq(exp.column("position", table="l"))))
 
 
 def _key_examination(ctes: dict[str, exp.CTE], keys: list[str]) -> None:
@@ -368,8 +356,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         key_join(ctes["log_rows"].this, "runs", "l", internal_runs(plan))
         ctes["log_rows"].this.set("where", None)
         _read_instead(ctes["runs"].this, "recs_in", "logs_in")
-    if plan.policy == "positions":
-        _per_position(ctes)
+    target_rows(plan, ctes)  # a stochastic target per position or per logged prefix (recsql/compose/policy.py)
     if plan.logs_copy_col:  # compare's resampled traffic: a slate is a context's rows within one copy
         _slate_per_copy(ctes["log_rows"].this)
     if logs_runs(plan):  # logs per run: the examination estimated per value of the logs' run keys too

@@ -241,7 +241,7 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
     logged = [m for m in metrics if "logs" in m.spec.features(m.all_options())]
     if not logged:
         return
-    scored = next((m for m in logged if m.all_options().get("target") in ("scores", "positions")), None)
+    scored = next((m for m in logged if m.all_options().get("target") in ("scores", "positions", "slates")), None)
     if scored is not None and plan.rank_col:
         raise RecsqlError(f"metric {str(scored)!r} reads the recs' scores as the target policy's probabilities, and "
                           f"these recs are ordered by rank_col={plan.rank_col!r}: pass score_col='<probability "
@@ -252,11 +252,17 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
                           "column: pass position_col='<column>' (1 is the first slot), or use the estimators of one "
                           "slot (ips, snips, ...)")
     scored_slate = next((m for m in logged if m.all_options().get("weights", "impression") != "impression"
-                         and m.all_options().get("target", "list") != "list"), None)
+                         and m.all_options().get("target", "list") not in ("list", "slates")), None)
     if scored_slate is not None:
         raise RecsqlError(f"metric {str(scored_slate)!r}: the slate and cascade weights are those of the run's list "
-                          f"(as slate_ips and slate_rips weigh), not of the recs' scores: drop "
-                          f"target={scored_slate.all_options()['target']}")
+                          f"(as slate_ips and slate_rips weigh) or of the recs' probabilities of the logged slates' "
+                          f"prefixes (target=slates), not of the recs' scores: drop "
+                          f"target={scored_slate.all_options()['target']}, or give those probabilities with target=slates")
+    unweighed = next((m for m in logged if m.all_options().get("target") == "slates"
+                      and m.all_options().get("weights") == "impression"), None)
+    if unweighed is not None:
+        raise RecsqlError(f"metric {str(unweighed)!r}: target=slates gives the probabilities of the logged slates' "
+                          "prefixes, which are the slate and cascade weights only: add weights=slate or weights=cascade")
     guessed = next((m for m in logged if m.all_options().get("logging") == "ranking"
                     and m.all_options().get("examination") == "logs"), None)
     if guessed is not None:

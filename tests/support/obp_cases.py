@@ -337,26 +337,45 @@ def slate_positions_case(seed: int, n_rounds: int, n_items: int, len_list: int, 
     """obp's synthetic slates with a stochastic target: a Plackett-Luce ranking of the seeded logits (softmax
     draws without replacement); obp computes the marginal π_e(a at k | x) of each logged row (its
     evaluation_policy_pscore_item_position), given to recsql as recs rows (target=positions); obp's
-    SlateIndependentIPS and its self-normalized form read the same."""
+    SlateIndependentIPS and its self-normalized form read the same. The same target's probability of each logged
+    slate's prefix, π_e(a_1..a_k | x) (obp's evaluation_policy_pscore_cascade), is given as recs_slates rows
+    (target=slates); obp's slate-standard and reward-interaction estimators, and their self-normalized forms, read
+    it and the whole slate's (evaluation_policy_pscore)."""
     data, feedback = _slates(seed, n_rounds, n_items, len_list, reward_type, structure)
     logits = np.random.default_rng(seed + 3000).normal(scale=1.5, size=(n_rounds, n_items))
-    _, pe_item_position, _ = data.obtain_pscore_given_evaluation_policy_logit(
+    pe_slate, pe_item_position, pe_cascade = data.obtain_pscore_given_evaluation_policy_logit(
         action=feedback["action"], evaluation_policy_logit_=logits, return_pscore_item_position=True)
     folder = out / "slates_positions" / f"seed{seed}_n{n_rounds}_a{n_items}_l{len_list}"
     folder.mkdir(parents=True, exist_ok=True)
     pd.DataFrame({"user_id": feedback["slate_id"].astype("int64"), "item_id": feedback["action"].astype("int64"),
                   "position": feedback["position"].astype("int64") + 1,
                   "propensity": feedback["pscore_item_position"].astype("float64"),
-                  "reward": feedback["reward"].astype("float64")}).to_parquet(folder / "logs.parquet")
+                  "reward": feedback["reward"].astype("float64"),
+                  "slate_propensity": feedback["pscore"].astype("float64"),
+                  "cascade_propensity": feedback["pscore_cascade"].astype("float64")}).to_parquet(folder / "logs.parquet")
     _positions_frame(feedback["slate_id"], feedback["action"], feedback["position"],
                      pe_item_position).to_parquet(folder / "recs.parquet")
+    pd.DataFrame({"user_id": feedback["slate_id"].astype("int64"), "item_id": feedback["action"].astype("int64"),
+                  "position": feedback["position"].astype("int64") + 1,
+                  "score": pe_cascade.astype("float64")}).to_parquet(folder / "recs_slates.parquet")
     given = dict(slate_id=feedback["slate_id"], reward=feedback["reward"], position=feedback["position"],
                  pscore_item_position=feedback["pscore_item_position"],
                  evaluation_policy_pscore_item_position=pe_item_position)
     expected = {"slate_iips(target=positions)": SlateIndependentIPS(len_list=len_list).estimate_policy_value(**given),
                 "slate_sniips(target=positions)":
                     SelfNormalizedSlateIndependentIPS(len_list=len_list).estimate_policy_value(**given)}
-    return {"case": folder.name, "expected": {k: float(v) for k, v in expected.items()}}
+    slate = dict(slate_id=feedback["slate_id"], reward=feedback["reward"], position=feedback["position"],
+                 pscore=feedback["pscore"], evaluation_policy_pscore=pe_slate)
+    cascade = dict(slate_id=feedback["slate_id"], reward=feedback["reward"], position=feedback["position"],
+                   pscore_cascade=feedback["pscore_cascade"], evaluation_policy_pscore_cascade=pe_cascade)
+    slates = {"slate_ips(target=slates)": SlateStandardIPS(len_list=len_list).estimate_policy_value(**slate),
+              "slate_snips(target=slates)": SelfNormalizedSlateStandardIPS(len_list=len_list).estimate_policy_value(**slate),
+              "slate_rips(target=slates)": SlateRewardInteractionIPS(len_list=len_list).estimate_policy_value(**cascade),
+              "slate_snrips(target=slates)":
+                  SelfNormalizedSlateRewardInteractionIPS(len_list=len_list).estimate_policy_value(**cascade)}
+    return {"case": folder.name, "expected": {k: float(v) for k, v in expected.items()},
+            "expected_slates": {k: float(v) for k, v in slates.items()},
+            "last_is_slate": bool(np.allclose(pe_cascade[len_list - 1::len_list], pe_slate[::len_list], rtol=1e-12))}
 
 
 def main(out: Path) -> None:

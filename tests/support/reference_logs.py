@@ -13,7 +13,10 @@ at position p, else 0; target = scores, the recs' score of (x, a), 0 for an item
 (the position is not read); target = positions, the recs' score on the row (x, a, p) (recs rows carry a
 position: a stochastic ranking policy), 0 where the recs have no such row. w_i = π_e / π0, the logged propensity. Empty recs are no run: no value.
 
-The slate estimators (target = list; slate_iips and slate_sniips also target = positions) read a logged slate as the rows of one user (the context), with
+The slate estimators (target = list; slate_iips and slate_sniips also target = positions; slate_ips, slate_snips,
+slate_rips, slate_snrips and ess/max_weight's slate and cascade weights also target = slates, whose recs row of
+(user, item, position k) is π_e of the logged slate's items at positions 1..k: the row's own cascade probability,
+and at the slate's deepest position the whole slate's) read a logged slate as the rows of one user (the context), with
 their positions, and each row's slate_propensity (π0 of the whole slate) and cascade_propensity (π0 of the
 slate's items at positions 1..k, on the row of position k); they average over the slates, not the rows:
 slate_ips Σ_rows 1{list holds every logged item of the slate where it was logged} / slate_propensity · r,
@@ -47,12 +50,12 @@ DEFAULTS = {
     "switch_dr": {"target": "list", "tau": None},
     "ess": {"target": "list", "weights": "impression"},
     "max_weight": {"target": "list", "weights": "impression"},
-    "slate_ips": {},
-    "slate_iips": {},
-    "slate_rips": {},
-    "slate_snips": {},
-    "slate_sniips": {},
-    "slate_snrips": {},
+    "slate_ips": {"target": "list"},
+    "slate_iips": {"target": "list"},
+    "slate_rips": {"target": "list"},
+    "slate_snips": {"target": "list"},
+    "slate_sniips": {"target": "list"},
+    "slate_snrips": {"target": "list"},
     "pbm_ips": {"examination": "logs", "logging": "randomized"},
 }
 SLATES = {"slate_ips", "slate_iips", "slate_rips", "slate_snips", "slate_sniips", "slate_snrips"}
@@ -80,6 +83,7 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
     lists = lists_of(recs, use_rank)
     scores = {(r["user_id"], r["item_id"]): r["score"] for r in recs} if not use_rank else {}
     at = {(r["user_id"], r["item_id"], r["position"]): r["score"] for r in recs if "position" in r}  # target=positions
+    prefix = at if opts["target"] == "slates" else None  # target=slates: π_e(a_1..a_k | x) on the row of position k
     q = {(r["user_id"], r["item_id"]): r["reward"] for r in reward_model or []}
 
     def pi_e(row):
@@ -106,13 +110,13 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
     if n == 0 or not recs:  # no impression, or no run (the runs are those of recs): no value
         return None
     if name in SLATES:
-        return _slate_estimate(name, logs, pi_e)
+        return _slate_estimate(name, logs, pi_e, prefix)
     if name == "pbm_ips":
         terms = pbm_terms(opts, lists, logs)
         return None if terms is None else sum(terms.values()) / len(terms)
     w = [pi_e(row) / row["propensity"] for row in logs]
     if name in ("ess", "max_weight") and opts.get("weights", "impression") != "impression":
-        w = slate_weights(opts["weights"], logs, pi_e)
+        w = slate_weights(opts["weights"], logs, pi_e, prefix)
     r = [row["reward"] for row in logs]
     if name == "ips":
         cap = _number(opts["cap"])
@@ -139,26 +143,35 @@ def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
     raise ValueError(f"unknown estimator {name!r}")
 
 
-def slate_weights(kind, logs, pi_e):
+def _slate_pe(rows, row, pi_e, prefix):
+    """π_e of the slate ``rows``' items at the positions up to ``row``'s (rows at the same position included; ``row``
+    None: the whole slate): for a list, 1 where it holds every one of them where it was logged (the least of their
+    π_e); for target=slates (``prefix``), the recs' score of ``row`` (None: of the slate's deepest row)."""
+    if prefix is not None:
+        last = row if row is not None else max(rows, key=lambda r: r["position"])
+        return float(prefix[last["user_id"], last["item_id"], last["position"]])
+    return min(pi_e(other) for other in rows if row is None or other["position"] <= row["position"])
+
+
+def slate_weights(kind, logs, pi_e, prefix=None):
     """ess's and max_weight's weights=slate (one per slate, as slate_ips weighs it) or weights=cascade (one per row,
     as slate_rips weighs it)."""
     slates = {}
     for row in logs:
         slates.setdefault(row["user_id"], []).append(row)
     if kind == "slate":
-        return [min(pi_e(row) for row in rows) / rows[0]["slate_propensity"] for rows in slates.values()]
-    return [min(pi_e(other) for other in rows if other["position"] <= row["position"]) / row["cascade_propensity"]
-            for rows in slates.values() for row in rows]
+        return [_slate_pe(rows, None, pi_e, prefix) / rows[0]["slate_propensity"] for rows in slates.values()]
+    return [_slate_pe(rows, row, pi_e, prefix) / row["cascade_propensity"] for rows in slates.values() for row in rows]
 
 
-def _slate_estimate(name, logs, pi_e):
+def _slate_estimate(name, logs, pi_e, prefix=None):
     """A slate estimator's value: per slate (a user's logged rows) the sum of its rows' weighted rewards,
     averaged over the slates."""
     slates = {}
     for row in logs:
         slates.setdefault(row["user_id"], []).append(row)
     if name == "slate_snips":
-        weights = [min(pi_e(row) for row in rows) / rows[0]["slate_propensity"] for rows in slates.values()]
+        weights = [_slate_pe(rows, None, pi_e, prefix) / rows[0]["slate_propensity"] for rows in slates.values()]
         rewards = [sum(row["reward"] for row in rows) for rows in slates.values()]
         return sum(w * r for w, r in zip(weights, rewards)) / sum(weights) if sum(weights) != 0 else None
     weighted = []  # (position, weight, reward) of every row
@@ -167,10 +180,9 @@ def _slate_estimate(name, logs, pi_e):
             if name in ("slate_iips", "slate_sniips"):
                 weight = pi_e(row) / row["propensity"]
             elif name == "slate_ips":
-                weight = min(pi_e(other) for other in rows) / row["slate_propensity"]
-            else:  # slate_rips, slate_snrips: the positions up to the row's (rows at the same position included)
-                weight = min(pi_e(other) for other in rows if other["position"] <= row["position"]) \
-                    / row["cascade_propensity"]
+                weight = _slate_pe(rows, None, pi_e, prefix) / row["slate_propensity"]
+            else:  # slate_rips, slate_snrips: the positions up to the row's
+                weight = _slate_pe(rows, row, pi_e, prefix) / row["cascade_propensity"]
             weighted.append((row["position"], weight, row["reward"]))
     if name in ("slate_sniips", "slate_snrips"):
         if all(weight == 0 for _, weight, _ in weighted):
