@@ -78,9 +78,13 @@ def _mb(kilobytes: int) -> float:
 # ----------------------------------------------------------------------------------------- recsql
 def _duckdb(args):
     """An in-memory DuckDB, with --duckdb-memory-limit (spilling to a temporary directory) if given."""
+    import atexit
+    import shutil
     import tempfile
     import duckdb
-    config = {"temp_directory": tempfile.mkdtemp(prefix="recsql-bench-"), "preserve_insertion_order": False}
+    spill = tempfile.mkdtemp(prefix="recsql-bench-")
+    atexit.register(shutil.rmtree, spill, ignore_errors=True)  # the worker's spill folder goes with it
+    config = {"temp_directory": spill, "preserve_insertion_order": False}
     if args.duckdb_memory_limit:
         config["memory_limit"] = args.duckdb_memory_limit
     return duckdb.connect(config=config)
