@@ -69,7 +69,7 @@ def weighted(found: dict[int, Metric]) -> list[int]:
 def recomputes(found: dict[int, Metric]) -> bool:
     """Whether any of ``found`` (the global metrics, by position) is recomputed per resample: over weighted lists
     (:func:`weighted`), or an off-policy estimator over resampled logs (recsql/comparison_logged.py)."""
-    return any(m.spec.family == "off_policy" or resampling_refusal(m.name) is not None for m in found.values())
+    return bool(weighted(found) or logged(found))
 
 
 def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool) -> None:

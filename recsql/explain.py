@@ -13,6 +13,7 @@ from sqlglot import exp
 from .compose import (ITEM_VALUES, ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, expected_in, input_runs, intents_in, internal_runs,
                       not_finite, quoted_column, recs_in, truth_in, truth_runs, whole_id)
 from .compose.checks import SEGMENT_CHECKS
+from .compose.policy import PER_POSITION
 from .dialects import render
 from .engines.base import Runner
 from .explain_logs import refuse_logs
@@ -91,7 +92,7 @@ def _explain_policy(runner: Runner, plan: Plan) -> RecsqlError | None:
     positions: in [0, 1]), or whose position is not a whole number >= 1 (target=positions)."""
     score = quoted_column(plan.score_col)
     checks = [_count(exp.condition(f"NOT ({score.sql()} >= 0 AND {score.sql()} <= 1)"))]
-    if plan.policy in ("positions", "slates"):
+    if plan.policy in PER_POSITION:
         position = quoted_column(plan.recs_position_col).sql()
         checks.append(_count(exp.condition(f"NOT ({position} >= 1 AND {position} = FLOOR({position}))")))
     query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(checks)]).from_(plan.recs.copy())
@@ -165,7 +166,7 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     best = "Pass duplicates='best' to keep each item's best-ranked row."
     highest = "Pass duplicates='max' to keep the highest relevance."
     # role -> (its rows with internal names, its run keys, its key columns after user and item, the fix)
-    position = {"position": plan.recs_position_col} if plan.policy in ("positions", "slates") else {}  # per position
+    position = {"position": plan.recs_position_col} if plan.policy in PER_POSITION else {}  # per position
     keyed = {"recs": (lambda: recs_in(plan), runs, position, best),
              "truth": (lambda: truth_in(plan), truth_runs(plan), {}, highest),
              "expected_recs": (lambda: expected_in(plan), [], {}, best),

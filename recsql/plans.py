@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from .arguments import EXTRA_COLUMNS, refuse_result_name
 from .compose import ITEM_VALUE_INVALID, Plan, target_policy
+from .compose.policy import PER_POSITION
 from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
 from .engines.base import Runner
@@ -213,7 +214,7 @@ def _policy_columns(recs: Source, cols: dict[str, Any], metrics: list[Metric]) -
     """What the recs are to the estimators' target (recsql/compose/policy.py), and for a policy per position
     (target=positions) or of the logged slates' prefixes (target=slates) the recs' position column: the logs' name, ``position_col``, as recs spell it."""
     policy = target_policy(metrics)
-    if policy not in ("positions", "slates"):
+    if policy not in PER_POSITION:
         return {"policy": policy}
     column = resolve_column(recs, cols["position_col"] or "position", "position_col")
     require_number(recs, column, "position (1 is the first) of the target policy's probabilities")

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from ..errors import RecsqlError
 from .plan import Plan, input_runs, internal_runs, logs_runs, order_datatype, quoted_column, segment_runs
+from .policy import PER_POSITION
 
 
 def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: exp.Expression,
@@ -69,7 +70,7 @@ def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
     order = exp.cast(quoted_column(plan.rank_col or plan.score_col), order_datatype(plan.ord_type))
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
     keys = _keys(plan, True, role)
-    if role == "recs" and plan.policy in ("positions", "slates"):  # a policy per position: (context, item, position) rows
+    if role == "recs" and plan.policy in PER_POSITION:  # a policy per position: (context, item, position) rows
         position = quoted_column(plan.recs_position_col or plan.position_col or "position")
         keys.append(exp.alias_(exp.cast(position, "DOUBLE"), "position"))
     rows = _keyed_input(plan.recs, keys, ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)

@@ -19,7 +19,7 @@ from .inputs import (expected_in, catalog_in, features_in, intents_in, interacti
                      reward_model_in, segments_in, truth_in)
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
-from .policy import with_policy
+from .policy import POLICIES, with_policy
 from .plan import (GLOBAL_SRC, INTENT_POPULATION_SQL, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS,
                    TIES, Plan, internal_runs, staged)
 from .rewrite import fold_constants, prune, reachable, union_branches
@@ -241,7 +241,7 @@ def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
     logged = [m for m in metrics if "logs" in m.spec.features(m.all_options())]
     if not logged:
         return
-    scored = next((m for m in logged if m.all_options().get("target") in ("scores", "positions", "slates")), None)
+    scored = next((m for m in logged if m.all_options().get("target") in POLICIES), None)
     if scored is not None and plan.rank_col:
         raise RecsqlError(f"metric {str(scored)!r} reads the recs' scores as the target policy's probabilities, and "
                           f"these recs are ordered by rank_col={plan.rank_col!r}: pass score_col='<probability "
