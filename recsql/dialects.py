@@ -53,6 +53,7 @@ import sqlglot
 from sqlglot import exp
 
 from .errors import RecsqlError
+from .trees import nodes
 
 Transform = Callable[[exp.Expression], exp.Expression]
 
@@ -62,8 +63,8 @@ def _native_window_nulls(tree: exp.Expression, target: str) -> exp.Expression:
     before the query runs), so they take the target's own NULL placement instead of DuckDB's;
     sqlglot would otherwise have to emulate NULLS LAST, which some engines cannot do in windows."""
     ordering = sqlglot.Dialect.get_or_raise(target).NULL_ORDERING
-    for window in tree.find_all(exp.Window):
-        for ordered in window.find_all(exp.Ordered):
+    for window in nodes(tree, exp.Window):
+        for ordered in nodes(window, exp.Ordered):
             desc = bool(ordered.args.get("desc"))
             ordered.set("nulls_first", ordering == ("nulls_are_large" if desc else "nulls_are_small"))
     return tree
@@ -77,10 +78,10 @@ def _clickhouse_settings(tree: exp.Expression) -> exp.Expression:
 
 
 def _oracle_dual(tree: exp.Expression) -> exp.Expression:
-    for select in list(tree.find_all(exp.Select)):
+    for select in nodes(tree, exp.Select):
         if not select.args.get("from_"):
             select.from_("DUAL", copy=False)
-    for boolean in list(tree.find_all(exp.Boolean)):
+    for boolean in nodes(tree, exp.Boolean):
         one = exp.Literal.number(1)
         boolean.replace(exp.EQ(this=one, expression=exp.Literal.number(1 if boolean.this else 0)))
     return tree
@@ -110,7 +111,7 @@ def _crossed_first(tree: exp.Expression) -> exp.Expression:
     left as written: DataFusion 55 then fails on a registered Arrow table that carries schema metadata
     (pandas') ("Physical input schema should be the same as the one converted from logical input
     schema"), and those are small. Joins of anything but a table (``UNNEST``, a subquery) stay."""
-    for select in list(tree.find_all(exp.Select)):
+    for select in nodes(tree, exp.Select):
         joins = select.args.get("joins") or []
         crossed = [j for j in joins if isinstance(j.this, exp.Table) and j.kind == "CROSS" and not j.args.get("on")
                    and not j.args.get("using") and not j.side]
@@ -134,7 +135,7 @@ def _mariadb_with_limit(tree: exp.Expression) -> exp.Expression:
     ctes = list(with_.expressions) if with_ else []
     while len(ctes) > MARIADB_WITH_ELEMENTS:
         for cte in reversed(ctes):
-            reads = [t for t in tree.find_all(exp.Table) if t.name == cte.alias and not t.db]
+            reads = [t for t in nodes(tree, exp.Table) if t.name == cte.alias and not t.db]
             if len(reads) == 1:
                 break
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..trees import not_finite, parse
+from ..trees import nodes, not_finite, parse
 from .log_checks import LOG_CHECKS, LOG_KEYS, MISSING_PREDICTIONS, inconsistent_slates, invalid_log_row, slate_rules
 from .plan import Plan, internal_runs, logs_runs, segment_runs, truth_runs
 from .policy import PER_POSITION, invalid_probability, policy_excess, slate_mismatch
@@ -126,7 +126,7 @@ ITEM_VALUE_INVALID = {"price": _price_invalid, "probability": _probability_inval
 def uses_exponent(tree: exp.Expression) -> bool:
     """Whether a query raises 2 to a relevance (gain=exponential, ERR and pFound's grades)."""
     return any(isinstance(p.this, exp.Literal) and p.this.name == "2" and not isinstance(p.expression, exp.Literal)
-               for p in tree.find_all(exp.Pow))
+               for p in nodes(tree, exp.Pow))
 
 
 def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | None],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..trees import nodes
 from .rewrite import prune, reachable
 
 
@@ -22,7 +23,7 @@ def _aggregates_to_one_row(select: exp.Select) -> bool:
     if select.args.get("group") is not None:
         return False
     return any(not isinstance(agg.parent, exp.Window) and agg.find_ancestor(exp.Select) is select
-               for p in select.expressions for agg in p.find_all(exp.AggFunc))
+               for p in select.expressions for agg in nodes(p, exp.AggFunc))
 
 
 def _source_empty(source: exp.Expression, empty: set[str]) -> bool:
@@ -95,7 +96,7 @@ def _drop_empty(node: exp.Expression, empty: set[str], ctes: dict[str, exp.Expre
     names; a CTE's whole body may be such a union); whether anything changed."""
     changed = False
     while True:
-        unions = [u for u in node.find_all(exp.Union) if type(u) is exp.Union and not u.args.get("distinct")
+        unions = [u for u in nodes(node, exp.Union) if type(u) is exp.Union and not u.args.get("distinct")
                   and _query_empty(u.left, empty) != _query_empty(u.right, empty)]
         if not unions:
             break
@@ -115,7 +116,7 @@ def _drop_empty(node: exp.Expression, empty: set[str], ctes: dict[str, exp.Expre
         if union is node:
             node = kept
         changed = True
-    for select in list(node.find_all(exp.Select)):
+    for select in nodes(node, exp.Select):
         joins = select.args.get("joins") or []
         dropped = [j for j in joins if j.side == "LEFT" and _source_empty(j.this, empty)]
         if not dropped:
@@ -123,7 +124,7 @@ def _drop_empty(node: exp.Expression, empty: set[str], ctes: dict[str, exp.Expre
         select.set("joins", [j for j in joins if j not in dropped] or None)
         for join in dropped:
             alias, name = join.this.alias_or_name, join.this.name if isinstance(join.this, exp.Table) else ""
-            for col in list(select.find_all(exp.Column)):
+            for col in nodes(select, exp.Column):
                 if col.table == alias:
                     type_ = _column_type(ctes, name, col.name)
                     col.replace(exp.cast(exp.null(), type_.copy()) if type_ is not None else exp.null())

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from ..metrics import registry
 from ..templates import read_template
-from ..trees import parse
+from ..trees import nodes, parse
 from .weights import FIXED_FEATURES, WEIGHTED_FEATURES
 
 SUMS_TEMPLATE = "_exposure"  # sql/_exposure.sql: the sums over the ranked stage, and what each means
@@ -41,8 +41,9 @@ def _ranked() -> dict[str, exp.Expression]:
 
 
 def ranked_sums() -> dict[str, exp.Expression]:
-    """Each exposure sum as an aggregate over the ranked stage's rows (``$k``: the metric's cutoff)."""
-    return {name: tree.copy() for name, tree in _ranked().items()}
+    """Each exposure sum as an aggregate over the ranked stage's rows (``$k``: the metric's cutoff); the
+    trees are shared: read them, or copy them (as :func:`expand_sums` does) before changing one."""
+    return dict(_ranked())
 
 
 def weighted_sums() -> dict[str, exp.Expression]:
@@ -52,7 +53,7 @@ def weighted_sums() -> dict[str, exp.Expression]:
 
 
 def _calls(tree: exp.Expression) -> list[exp.Anonymous]:
-    return [node for node in tree.find_all(exp.Anonymous) if node.name.lower() in _ranked()]
+    return [node for node in nodes(tree, exp.Anonymous) if node.name.lower() in _ranked()]
 
 
 def expand_sums(tree: exp.Expression, sums: dict[str, exp.Expression]) -> exp.Expression:
@@ -96,9 +97,9 @@ def template_refusal(name: str, sql: str) -> str | None:
         if call.expressions:
             return f"sql/{name}.sql calls {call.name}() with arguments; an exposure sum takes none"
         call.replace(exp.Literal.number(0))
-    columns = sorted({c.name for c in tree.find_all(exp.Column)})
+    columns = sorted({c.name for c in nodes(tree, exp.Column)})
     other = sorted({n.name if isinstance(n, exp.Anonymous) else type(n).__name__.upper()
-                    for n in tree.find_all(exp.AggFunc, exp.Window, exp.Anonymous)})
+                    for n in nodes(tree, exp.AggFunc, exp.Window, exp.Anonymous)})
     if not columns and not other:
         return None
     read = ", ".join([*(f"column {c}" for c in columns), *(f"{o}()" for o in other)])

@@ -12,7 +12,7 @@ from ..discounts import discount_expression, gains
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
 from ..specs import DISCOUNT_PRESETS
-from ..trees import parse
+from ..trees import nodes, parse
 from .exposure import expand_sums, ranked_sums
 from .rewrite import fold_constants, substitute
 
@@ -83,6 +83,6 @@ def _without_cutoff(tree: exp.Expression, metric: Metric) -> exp.Expression:
             return rest[0] if len(rest) == 1 else exp.Least(this=rest[0], expressions=rest[1:])
         return node
     tree = tree.transform(drop, copy=False)
-    if any(_is_k(p) for p in tree.find_all(exp.Placeholder)):
+    if any(_is_k(p) for p in nodes(tree, exp.Placeholder)):
         raise RecsqlError(f"metric {str(metric)!r} needs a cutoff with these options: write it as '{metric}@10'")
     return tree

@@ -9,7 +9,7 @@ from sqlglot import exp
 from ..conventions import measure_rule
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
-from ..trees import parse
+from ..trees import nodes, parse
 from .plan import (INTENT_POPULATION_SQL, MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, POPULATION_SQL, SECOND_SRC, TIES,
                    Plan, View)
 
@@ -208,7 +208,7 @@ def second_view(plan: Plan, metrics: list[Metric]) -> tuple[View | None, list[Me
 
 def on_second_list(tree: exp.Expression) -> exp.Expression:
     """A metric expression reading the list under the second view: ``src = 1`` -> ``src = 9``."""
-    for eq in list(tree.find_all(exp.EQ)):
+    for eq in nodes(tree, exp.EQ):
         if (isinstance(eq.this, exp.Column) and eq.this.name == "src" and isinstance(eq.expression, exp.Literal)
                 and eq.expression.this == "1"):
             eq.set("expression", exp.Literal.number(SECOND_SRC))

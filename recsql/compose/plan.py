@@ -157,6 +157,16 @@ class Plan:
     weight_col: str | None = None
 
 
+def text_rules(plan: "Plan") -> dict[str, object]:
+    """The plan's dialect rules for ids as text (``id_collation``, ``id_text``) where the composer reads
+    them, else their defaults: it reads them for text ids (:func:`recsql.compose.inputs.collation`) and
+    when the convention orders tied ids as text (``stage._tie_key``) only. A cache of statements keys
+    on these, so dialects that differ in nothing else share one composition."""
+    if plan.text_ids or plan.id_order == "text":
+        return {"id_collation": plan.id_collation, "id_text": plan.id_text}
+    return {"id_collation": None, "id_text": "VARCHAR"}
+
+
 def order_datatype(name: str) -> exp.DataType:
     """The order key's type (``Plan.ord_type``); a bare DECIMAL stays unconstrained (PostgreSQL's numeric
     of any digits), where DuckDB's reading of it would be DECIMAL(18, 3)."""

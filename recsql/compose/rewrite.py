@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..trees import rewrite_bottom_up
+from ..trees import nodes, rewrite_bottom_up
 from .plan import RUN_KEYS
 
 
@@ -76,7 +76,7 @@ def fold_constants(tree: exp.Expression) -> exp.Expression:
 
 def expand_run_keys(tree: exp.Expression, keys: list[str]) -> exp.Expression:
     """Expand the ``run_keys`` column into the run key columns (or remove it when there are none)."""
-    for node in list(tree.find_all(exp.Column)):
+    for node in nodes(tree, exp.Column):
         if node.name != RUN_KEYS or node.parent is None:
             continue
         parent, table = node.parent, node.table or None
@@ -96,7 +96,7 @@ def expand_run_keys(tree: exp.Expression, keys: list[str]) -> exp.Expression:
 def alias_projections(tree: exp.Expression) -> exp.Expression:
     """``SELECT s.user_id`` -> ``SELECT s.user_id AS user_id``: some engines (ClickHouse) keep the
     qualifier in the output column's name otherwise."""
-    for select in tree.find_all(exp.Select):
+    for select in nodes(tree, exp.Select):
         select.set("expressions", [exp.alias_(e, e.name) if isinstance(e, exp.Column) and e.table else e
                                    for e in select.expressions])
     return tree
@@ -119,8 +119,8 @@ def key_join(select: exp.Select, table: str, other: str, keys: list[str]) -> Non
 def reachable(ctes: list[exp.CTE], final: exp.Expression, roots: frozenset[str] = frozenset()) -> list[exp.CTE]:
     """The CTEs something refers to, repeatedly: those ``final`` reads (and the CTEs named ``roots``),
     and those the CTEs kept read (each CTE's tables are collected once; the tree is not changed)."""
-    read_by_final = {t.name for t in final.find_all(exp.Table)} | roots
-    kept = [(c, {t.name for t in c.this.find_all(exp.Table) if t.name != c.alias}) for c in ctes]
+    read_by_final = {t.name for t in nodes(final, exp.Table)} | roots
+    kept = [(c, {t.name for t in nodes(c.this, exp.Table) if t.name != c.alias}) for c in ctes]
     while True:
         used = read_by_final.union(*(tables for _, tables in kept))
         still = [(c, tables) for c, tables in kept if c.alias in used]
@@ -150,7 +150,7 @@ def rename_relations(ctes: list[exp.CTE], mapping: dict[str, str]) -> list[exp.C
     alias) and wherever it is read (a table without a schema; a reference without an alias keeps its old
     name as alias, so its qualified columns still resolve). Rewritten in place; returned."""
     for cte in ctes:
-        for table in cte.this.find_all(exp.Table):
+        for table in nodes(cte.this, exp.Table):
             if table.name in mapping and not table.args.get("db"):
                 if not table.alias:
                     table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
@@ -191,7 +191,7 @@ def pad_union(branches: list[exp.Select], every: list[exp.Select]) -> None:
 
 def drop_joins(select: exp.Select, aliases: set[str]) -> None:
     select.set("joins", [j for j in select.args.get("joins") or [] if j.this.alias_or_name not in aliases] or None)
-    for col in list(select.find_all(exp.Column)):
+    for col in nodes(select, exp.Column):
         if col.table in aliases:
             col.replace(exp.null())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..trees import nodes
 from .plan import RUN_KEYS, Plan, internal_runs, policy_runs
 from .rewrite import drop_joins, expand_run_keys
 
@@ -19,7 +20,7 @@ def gather_samples(plan: Plan, ctes: dict[str, exp.CTE]) -> None:
     with no run keys at all there is one run of one sample."""
     policy, keys = policy_runs(plan), internal_runs(plan)
     sample = keys[-1] if plan.sampled else None
-    exposure = next(q for q in ctes["ee_rows"].this.find_all(exp.Select)
+    exposure = next(q for q in nodes(ctes["ee_rows"].this, exp.Select)
                     if any(j.this.alias_or_name == "s" for j in q.args.get("joins") or []))
     levels = ctes["ee_levels"].this
     if sample is None:  # no first sample to pick: every run's truth, and no sample key to write
@@ -27,7 +28,7 @@ def gather_samples(plan: Plan, ctes: dict[str, exp.CTE]) -> None:
         for select in (ctes["ee_samples"].this, exposure):
             select.set("expressions", [e for e in select.expressions if e.alias_or_name not in ("first_sample", SAMPLE_KEY)])
     if not plan.run_cols:  # one run of one sample
-        for column in list(exposure.find_all(exp.Column)):
+        for column in nodes(exposure, exp.Column):
             if column.table == "s":
                 column.replace(exp.Literal.number(1))
         drop_joins(exposure, {"s"})
@@ -38,7 +39,7 @@ def gather_samples(plan: Plan, ctes: dict[str, exp.CTE]) -> None:
     if not policy:  # one stochastic run: its samples are every run
         ctes["ee_samples"].this.set("group", None)
     expand_run_keys(exposure, policy)  # its lists' keys: the run's without the sample, then the first sample
-    for node in [n for tree in (ctes["ee_samples"].this, levels, exposure) for n in tree.find_all(exp.Column, exp.Alias)]:
+    for node in [n for tree in (ctes["ee_samples"].this, levels, exposure) for n in nodes(tree, exp.Column, exp.Alias)]:
         if isinstance(node, exp.Column) and node.name == SAMPLE_KEY:
             node.set("this", exp.to_identifier(sample))
         elif isinstance(node, exp.Alias) and node.alias == SAMPLE_KEY:

@@ -11,7 +11,7 @@ from sqlglot import exp
 from ..errors import RecsqlError
 from ..metrics import Metric
 from ..templates import read_template
-from ..trees import parse
+from ..trees import CopiedOnRead, nodes, parse
 from .inputs import collation
 from .intents import MAX_IDEAL_K, ideal_chain
 from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, logs_runs, order_datatype, truth_runs as truth_run_keys
@@ -19,7 +19,7 @@ from .policy import target_rows
 from .samples import gather_samples
 from .weights import FIXED_FEATURES, WEIGHTED_BRANCHES, WEIGHTED_FEATURES, unweighted, users_of_shared_truth
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, key_join, null_column,
-                      pad_union, substitute, union_all, union_branches)
+                      pad_union, reachable, substitute, union_all, union_branches)
 
 
 def _literal(value: object) -> exp.Expression:
@@ -122,7 +122,7 @@ def _tie_key(plan: Plan) -> exp.Expression:
 def _slate_per_copy(select: exp.Select) -> None:
     """log_rows' windows over a logged slate (partitioned by run and context) partitioned by the copy too: in
     compare's resampled traffic a context drawn w times is w slates."""
-    for window in select.find_all(exp.Window):
+    for window in nodes(select, exp.Window):
         keys = window.args.get("partition_by") or []
         if any(isinstance(k, exp.Column) and k.name == "user_id" and k.table == "l" for k in keys):
             window.set("partition_by", [*keys, exp.column("copy", table="l")])
@@ -143,7 +143,7 @@ def _key_examination(ctes: dict[str, exp.CTE], keys: list[str]) -> None:
 
 def _order_ties(node: exp.Expression, ties: str, key: exp.Expression) -> None:
     """Tied items (``ORDER BY ord ASC, item_id ASC``) ordered by ``key``, descending for item_id_desc."""
-    for ordered in list(node.find_all(exp.Ordered)):
+    for ordered in nodes(node, exp.Ordered):
         if isinstance(ordered.this, exp.Column) and ordered.this.name == "item_id":
             ordered.set("this", key.copy())
             ordered.set("desc", ties == "item_id_desc")
@@ -159,8 +159,8 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
         name = f"_topk.{plan.topk}"
         override = substitute(parse(read_template(name)[1], read="duckdb"), {"max_k": max_k},
                                f"sql/{name}.sql")
-        for tup in override.find_all(exp.Tuple):
-            for col in list(tup.find_all(exp.Column)):
+        for tup in nodes(override, exp.Tuple):
+            for col in nodes(tup, exp.Column):
                 if col.name == "item_id":
                     col.replace(key.copy())
         cte.set("this", override)
@@ -168,7 +168,7 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
         _order_ties(cte.this, ties, key)
 
 
-def _intent_ideal(with_: exp.With, ctes: dict[str, exp.CTE], features: dict) -> None:
+def _intent_ideal(order: list[str], ctes: dict[str, exp.CTE], features: dict) -> None:
     """The alphas the intent-aware metrics ask (``intent_alphas``) and, when one is normalised by the
     ideal list, the greedy chain of picks before ``intent_ideal`` (recsql/compose/intents.py)."""
     alphas = sorted({alpha for feature in ("intent_depths", "intent_ideal") for alpha, _ in features.get(feature, ())})
@@ -178,24 +178,29 @@ def _intent_ideal(with_: exp.With, ctes: dict[str, exp.CTE], features: dict) -> 
         return
     chain, ideal = ideal_chain(max(k for _, k in features["intent_ideal"]))
     ctes["intent_ideal"].set("this", ideal)
-    position = next(i for i, c in enumerate(with_.expressions) if c is ctes["intent_ideal"])
-    with_.set("expressions", [*with_.expressions[:position], *chain, *with_.expressions[position:]])
+    _insert_before(order, ctes, "intent_ideal", chain)
 
 
 HEADS = "list_heads"  # DuckDB's per-user top-k heaps, when the main list is ranked by them
 
 
-def _heads(with_: exp.With, ranked: exp.CTE) -> None:
+def _heads(order: list[str], ctes: dict[str, exp.CTE]) -> None:
     """The main list's heaps (the top-k override's subquery ``lists``) as their own CTE,
     :data:`HEADS`, before list_ranked, which unnests them: the input checks then read recs' row
     counts and duplicates from the same scan (recsql/compose/checks.py), so recs is read once."""
-    lists = next((q for q in ranked.this.find_all(exp.Subquery) if q.alias == "lists"), None)
+    lists = next((q for q in nodes(ctes["list_ranked"].this, exp.Subquery) if q.alias == "lists"), None)
     if lists is None:  # ranked by ROW_NUMBER
         return
     heads = exp.CTE(this=lists.this.copy(), alias=exp.to_identifier(HEADS))
     lists.replace(exp.to_table(HEADS))
-    position = next(i for i, c in enumerate(with_.expressions) if c is ranked)
-    with_.set("expressions", [*with_.expressions[:position], heads, *with_.expressions[position:]])
+    _insert_before(order, ctes, "list_ranked", [heads])
+
+
+def _insert_before(order: list[str], ctes: dict[str, exp.CTE], name: str, new: list[exp.CTE]) -> None:
+    """The CTEs ``new`` added to the stage just before the CTE ``name``."""
+    position = order.index(name)
+    order[position:position] = [c.alias for c in new]
+    ctes.update((c.alias, c) for c in new)
 
 
 def _ideal_order(plan: Plan, cte: exp.CTE, values: dict) -> None:
@@ -217,7 +222,7 @@ def ideal_cutoff(metrics: list[Metric], features: dict) -> int | None:
 
 def _read_instead(tree: exp.Expression, table: str, other: str) -> None:
     """``tree`` reads the CTE ``other`` where it read ``table`` (aliases kept)."""
-    for node in tree.find_all(exp.Table):
+    for node in nodes(tree, exp.Table):
         if node.name == table:
             node.set("this", exp.to_identifier(other))
 
@@ -259,7 +264,8 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
            second_metrics: list[Metric] = ()) -> exp.Select:
     """The ranked-rows stage for ``metrics`` (all asked) of which ``second_metrics`` read the list
     under the ``second`` view (src 9), the others under the plan's."""
-    stage = _parsed_stage().copy()
+    template = _parsed_stage().args["with_"].expressions
+    ctes, order = CopiedOnRead(template), [c.alias for c in template]
     features = stage_features(metrics)
     second_ids = {id(m) for m in second_metrics}
     negative = bool(plan.relevance_col) and plan.negative_unjudged
@@ -278,15 +284,12 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         "ideal_max_k": ideal_cutoff(metrics, features),
         "intent_max_k": max((k for _, k in features.get("intent_depths", ())), default=1),
     }
-    stage = fold_constants(substitute(stage, values, "sql/_ranked.sql"))
-    with_ = stage.args["with_"]
-    ctes = {c.alias: c for c in with_.expressions}
     if plan.weight_col is None:
         _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
     else:  # weighted lists come ranked (compare's, from the evaluation's own ranking): their order is their rank
-        for window in list(ctes["list_ranked"].this.find_all(exp.Window)):
+        for window in nodes(ctes["list_ranked"].this, exp.Window):
             window.replace(exp.column("ord"))
-    _heads(with_, ctes["list_ranked"])
+    _heads(order, ctes)
     _order_ties(ctes["expected_ranked"].this, plan.ties, _tie_key(plan))
     _ideal_order(plan, ctes["truth_ordered"], values)
     if second is not None:
@@ -299,7 +302,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     for table, feature in _CUT_TABLES.items():
         ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))
     ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
-    _intent_ideal(with_, ctes, features)
+    _intent_ideal(order, ctes, features)
     ctes["category_cuts"].set("this", _key_rows([("k", None), ("weight", "VARCHAR"), ("patience", "DOUBLE")],
                                                  sorted(features.get("category_shares", {(1, "geometric", 1.0)}))))
     attention = sorted({key for feature in ATTENTION for key in features.get(feature, ())})
@@ -342,13 +345,13 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         for name in ("truth_ordered", "truth_judged", "second_truth"):
             ctes[name].set("this", expand_run_keys(ctes[name].this, keys))
         for name in ("list_judged", "second_judged", "bias_relevant"):
-            for join in ctes[name].this.find_all(exp.Join):
+            for join in nodes(ctes[name].this, exp.Join):
                 if join.this.name in ("truth_judged", "second_truth"):
                     join.set("on", expand_run_keys(join.args["on"], keys))
     if not plan.run_cols:
         _read_instead(ctes["truth_users"].this, "truth_runs", "truth_in")
         # every user of intents in the one run: no runs to cross join (intent_rows' rows)
-        for select in ctes["intent_rows"].this.find_all(exp.Select):
+        for select in nodes(ctes["intent_rows"].this, exp.Select):
             drop_join(select, "runs")
     if not plan.run_cols:  # one run: each logged impression once
         drop_join(ctes["log_rows"].this, "runs")
@@ -367,15 +370,21 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         truth_runs = ctes[name].this
         if not plan.run_cols:
             drop_join(truth_runs, "runs")
-            for col in truth_runs.find_all(exp.Column):
+            for col in nodes(truth_runs, exp.Column):
                 if col.table == "runs":
                     col.set("table", exp.to_identifier("t"))
         elif keys:
             key_join(truth_runs, "runs", "t", keys)
+    # What ``ranked`` does not read goes before the passes over the whole tree (most of the template serves
+    # metrics not asked): the values in, constants folded, run keys expanded, the weights taken out.
+    stage = exp.select("*").from_("ranked")
+    current = [ctes[name] if name in ctes else ctes.template[name] for name in order]  # the template's unchanged
+    stage.set("with_", exp.With(expressions=[ctes[c.alias] for c in reachable(current, stage)]))
+    stage = substitute(stage, values, "sql/_ranked.sql")
     if plan.weight_col is None:
         unweighted(stage)
     elif plan.topk or plan.ties == "average" or set(features) - WEIGHTED_FEATURES - FIXED_FEATURES:
         raise RecsqlError("weighted lists (compare's resamples) are ranked by ROW_NUMBER with ties by item id, "
                           f"and serve the stage features {sorted(WEIGHTED_FEATURES | FIXED_FEATURES)} "
                           f"only, not {sorted(set(features) - WEIGHTED_FEATURES - FIXED_FEATURES)}")
-    return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))
+    return alias_projections(expand_run_keys(stage, internal_runs(plan)))  # which folds the constants

@@ -11,7 +11,7 @@ from sqlglot import exp
 from ..conventions import resolve_metric
 from ..errors import RecsqlError
 from ..metrics import Metric, tie_averaged
-from ..trees import parse
+from ..trees import nodes, parse
 from .checks import DIAGNOSTICS, RECS_ROWS, carried_counts, input_checks, uses_exponent
 from .columns import metric_columns
 from .expressions import metric_expression
@@ -35,18 +35,18 @@ def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> 
     (a window each) only when a metric reads them."""
     ctes = {c.alias: c.this for c in stage.args["with_"].expressions}
     keep = set(keys) | {"user_id", "src"}
-    used = keep | {c.name for c in per_user.find_all(exp.Column)}
+    used = keep | {c.name for c in nodes(per_user, exp.Column)}
     ranked = ctes["ranked"]
     ranked.set("expressions", [e for e in ranked.expressions if e.alias_or_name in used])
-    used_stacked = keep | {c.name for c in ranked.find_all(exp.Column) if c.table == "s"}
+    used_stacked = keep | {c.name for c in nodes(ranked, exp.Column) if c.table == "s"}
     for branch in union_branches(ctes["stacked"]):
         branch.set("expressions", [e for e in branch.expressions if e.alias_or_name in used_stacked])
         if branch.args["from_"].this.name == "second_rows":  # the second list computes only what is read
-            read = set(keys) | {"user_id"} | {c.name for c in branch.find_all(exp.Column)}
+            read = set(keys) | {"user_id"} | {c.name for c in nodes(branch, exp.Column)}
             rows = ctes["second_rows"]
             rows.set("expressions", [e for e in rows.expressions if e.alias_or_name in read])
     # The main list keeps its other columns (plain or typed NULLs, they cost nothing).
-    read = {c.name for name, tree in ctes.items() if name != "list_rows" for c in tree.find_all(exp.Column)}
+    read = {c.name for name, tree in ctes.items() if name != "list_rows" for c in nodes(tree, exp.Column)}
     rows = ctes["list_rows"]
     rows.set("expressions", [e for e in rows.expressions
                              if e.alias_or_name not in _RUNNING or e.alias_or_name in read])

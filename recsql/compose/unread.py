@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..trees import nodes
 from .rewrite import prune, union_branches
 
 
 def _tables(tree: exp.Expression) -> set[str]:
     """The names of the CTEs (tables without a schema) that ``tree`` reads."""
-    return {t.name for t in tree.find_all(exp.Table) if not t.args.get("db")}
+    return {t.name for t in nodes(tree, exp.Table) if not t.args.get("db")}
 
 
 def _readers(with_: exp.With, final: exp.Expression) -> dict[str, list[exp.Expression]]:
@@ -41,7 +42,7 @@ def _readers(with_: exp.With, final: exp.Expression) -> dict[str, list[exp.Expre
 
 def _selects_star(tree: exp.Expression) -> bool:
     return any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
-               for select in tree.find_all(exp.Select) for e in select.expressions)
+               for select in nodes(tree, exp.Select) for e in select.expressions)
 
 
 def _sources(select: exp.Select | None) -> dict[str, str]:
@@ -74,7 +75,7 @@ def _reads(column: exp.Column, table: str, columns: dict[str, set[str]]) -> bool
 def _names(tree: exp.Expression, table: str, columns: dict[str, set[str]]) -> set[str]:
     """The names of the columns of the CTE ``table`` that ``tree`` reads (and of USING clauses)."""
     found: set[str] = set()
-    for node in tree.find_all(exp.Column, exp.Join):
+    for node in nodes(tree, exp.Column, exp.Join):
         if isinstance(node, exp.Join):
             found.update(i.name for i in node.args.get("using") or [])
         elif node.name not in found and _reads(node, table, columns):
@@ -120,7 +121,7 @@ def _aliased(select: exp.Select, i: int) -> bool:
     parts = [e for j, e in enumerate(select.expressions) if j != i]
     parts += [arg for key, arg in select.args.items() if key != "expressions" and isinstance(arg, exp.Expression)]
     parts += [a for key, arg in select.args.items() if isinstance(arg, list) and key != "expressions" for a in arg]
-    return any(c.name == name for part in parts for c in part.find_all(exp.Column))
+    return any(c.name == name for part in parts for c in nodes(part, exp.Column))
 
 
 def _drop_columns(with_: exp.With, final: exp.Expression) -> bool:
@@ -156,7 +157,7 @@ def _one_row(query: exp.Expression, ctes: dict[str, exp.Expression]) -> bool:
     if any(_generates_rows(e) for e in query.expressions):
         return False
     if any(not isinstance(agg.parent, exp.Window) and agg.find_ancestor(exp.Select) is query
-           for e in query.expressions for agg in e.find_all(exp.AggFunc)):
+           for e in query.expressions for agg in nodes(e, exp.AggFunc)):
         return True
     sources = [query.args["from_"].this] if query.args.get("from_") else []
     joins = query.args.get("joins") or []
@@ -193,13 +194,13 @@ def _drop_joins(with_: exp.With, final: exp.Expression) -> bool:
     LEFT JOIN of a one-row CTE, or a LEFT JOIN matching at most one row; whether any went."""
     ctes = {c.alias: c.this for c in with_.expressions}
     changed = False
-    for select in [s for tree in [*ctes.values(), final] for s in tree.find_all(exp.Select) if s.args.get("joins")]:
+    for select in [s for tree in [*ctes.values(), final] for s in nodes(tree, exp.Select) if s.args.get("joins")]:
         for join in list(select.args.get("joins") or []):
             source = join.this
             if not isinstance(source, exp.Table) or source.args.get("db") or source.name not in ctes:
                 continue
             alias, columns = source.alias_or_name, set(_columns_of(ctes[source.name]))
-            elsewhere = [c for c in select.find_all(exp.Column) if c.find_ancestor(exp.Join) is not join]
+            elsewhere = [c for c in nodes(select, exp.Column) if c.find_ancestor(exp.Join) is not join]
             if any(c.table == alias or (not c.table and c.name in columns) for c in elsewhere):
                 continue
             adds_none = (join.kind == "CROSS" or join.side == "LEFT") and _one_row(ctes[source.name], ctes)
@@ -230,7 +231,7 @@ def _inline_pass_through(with_: exp.With, final: exp.Expression) -> bool:
         if any(map(_selects_star, readers)):
             continue
         for reader in readers:
-            for table in [t for t in reader.find_all(exp.Table) if t.name == cte.alias and not t.args.get("db")]:
+            for table in [t for t in nodes(reader, exp.Table) if t.name == cte.alias and not t.args.get("db")]:
                 table.set("this", exp.to_identifier(source.name))
                 if not table.alias:
                     table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))

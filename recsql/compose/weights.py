@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..trees import nodes
 from .plan import RUN_KEYS
 from .rewrite import expand_run_keys, fold_constants
 
@@ -24,7 +25,7 @@ def users_of_shared_truth(ctes: dict[str, exp.CTE]) -> None:
     """truth_users once per user, not copied to every run: weighted lists make each resample a run, and truth
     (shared by the runs) would be copied to every one of them. Its readers join it on the user alone."""
     users = ctes["truth_users"].this
-    for table in users.find_all(exp.Table):
+    for table in nodes(users, exp.Table):
         if table.name == "truth_runs":
             table.set("this", exp.to_identifier("truth_in"))
     ctes["truth_users"].set("this", expand_run_keys(users, []))
@@ -32,7 +33,7 @@ def users_of_shared_truth(ctes: dict[str, exp.CTE]) -> None:
         select = ctes[name].this
         alias = next(j.this.alias_or_name for j in [exp.Join(this=select.args["from_"].this), *select.args["joins"]]
                      if j.this.name == "truth_users")
-        for column in [c for c in select.find_all(exp.Column) if c.name == RUN_KEYS and c.table == alias]:
+        for column in [c for c in nodes(select, exp.Column) if c.name == RUN_KEYS and c.table == alias]:
             condition = column.parent
             if isinstance(condition, exp.EQ):
                 condition.replace(exp.true())
@@ -44,9 +45,9 @@ def users_of_shared_truth(ctes: dict[str, exp.CTE]) -> None:
 def unweighted(stage: exp.Select) -> None:
     """Every list weighs 1: the columns ``list_weight`` dropped, each read of one written 1, ``1 * x`` as
     ``x`` and ``SUM(1)`` as ``COUNT(*)``, so an evaluation's statement reads as if there were no weights."""
-    for select in list(stage.find_all(exp.Select)):
+    for select in nodes(stage, exp.Select):
         select.set("expressions", [e for e in select.expressions if e.alias_or_name != WEIGHT])
-    for column in [c for c in stage.find_all(exp.Column) if c.name == WEIGHT]:
+    for column in [c for c in nodes(stage, exp.Column) if c.name == WEIGHT]:
         column.replace(exp.Literal.number(1))
 
     def simplify(node: exp.Expression) -> exp.Expression:

@@ -35,6 +35,7 @@ from sqlglot import exp
 
 from .. import __version__
 from ..compose import DIAGNOSTICS, Plan, compose, readable
+from ..compose.plan import text_rules
 from ..dialects import render
 from ..errors import RecsqlError
 from ..inputs import ROLES, Inputs, renamed
@@ -43,6 +44,7 @@ from ..options import yml_keys
 from ..plans import build_plan, checked_logs_run_cols
 from ..sources import bind
 from ..statements import RELATIONS, plan_key
+from ..trees import nodes
 from .adapters import adapter
 from .names import MAX_LENGTH, SIMPLE, output_name
 
@@ -170,8 +172,9 @@ def spec_plan(spec: ModelSpec, dialect: str = "duckdb") -> tuple[Plan, list[Metr
 # Composed statements, by the plan (its options as plain values: recsql.statements.plan_key, and which
 # inputs it is given; each input's relation is the same placeholder in every evaluation) with its
 # dialect's name reduced to what the composer reads of it, whether it is DuckDB (the only engine with
-# array feature columns): the adapters whose dialects the composer treats alike (Spark, Databricks,
-# Redshift, Snowflake, BigQuery and Trino) share one composition, rendered once each. The most recent
+# array feature columns), and its rules for ids as text left out where no id is read as text
+# (:func:`recsql.compose.plan.text_rules`): the adapters whose dialects the composer treats alike share
+# one composition, rendered once each (every adapter but DuckDB, unless ids are text). The most recent
 # COMPOSED_KEPT are kept (a project's evaluation is composed for all its adapters in a row); only a
 # composition that succeeded is kept.
 COMPOSED_KEPT = 64
@@ -182,6 +185,7 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list[Metric]]
     """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics (a copy:
     the caller may change it)."""
     plan, parsed = spec_plan(spec, dialect)
+    plan = dataclasses.replace(plan, **text_rules(plan))
     kind = dataclasses.replace(plan, dialect="duckdb" if dialect == "duckdb" else "")
     given = tuple(role for role in RELATIONS if getattr(plan, role) is not None)  # plan_key leaves relations out
     key = (plan_key(kind, parsed, spec.output, "", False), given)
@@ -220,7 +224,7 @@ def _rename(statement: exp.Select, metrics: list, spec: ModelSpec) -> None:
 
 def _unquote(statement: exp.Expression) -> None:
     """Simple lower-case identifiers unquoted: every warehouse then applies its own case rule."""
-    for identifier in statement.find_all(exp.Identifier):
+    for identifier in nodes(statement, exp.Identifier):
         if identifier.args.get("quoted") and SIMPLE.match(identifier.name):
             identifier.set("quoted", False)
 
