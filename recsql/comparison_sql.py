@@ -16,6 +16,7 @@ from sqlglot import exp
 from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
 from .comparison_logged import contexts_cte, logged, plan_for as logged_plan, positions_cte
+from .comparison_samples import refuse_counted, sample_key
 from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable, with_policy
@@ -62,6 +63,7 @@ class Values:
     catalog: bool = False
     weighted_plan: Any = None  # the plan of the global metrics recomputed over weighted lists (comparison_weighted)
     logged_plan: Any = None  # the plan of the off-policy estimators over resampled logs (comparison_logged)
+    sample: str | None = None  # the list rows' sample key of a sampled run (comparison_samples)
 
 
 def _template(name: str, parameters: dict[str, Any], slots: tuple[int, ...] = (0,)) -> list[exp.CTE]:
@@ -334,12 +336,8 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
                           "(CLI: --run-col model)")
     plan = with_policy(plan, metrics)  # target=positions: the resampled lists keep their positions
     kinds_global = global_metrics(metrics)
-    if kinds_global and plan.sample_col is not None:
-        first = metrics[min(kinds_global)]
-        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run), and a sampled run's "
-                          f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
-                          f"compare its per-user metrics, or one sample (a filter of recs) without sample_col", metric=str(first))
     recomputed, estimators = weighted(kinds_global), logged(kinds_global)
+    refuse_counted(plan, metrics, list(counted_kinds(kinds_global)))  # the others of a sampled run: comparison_samples
     refuse_unsupported(metrics, sorted(recomputed + estimators), segments is not None, plan.truth_has_runs)
     if estimators and plan.logs_run_cols:
         first = metrics[estimators[0]]
@@ -353,7 +351,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
                     metric_columns(metrics), checks, global_kinds=kinds_global, catalog=catalog,
                     weighted_plan=plan_for(plan, catalog) if recomputed else None,
-                    logged_plan=logged_plan(plan) if estimators else None)
+                    logged_plan=logged_plan(plan) if estimators else None, sample=sample_key(plan))
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     baseline = baseline_keys(settings.baseline, list(plan.run_cols), kinds)

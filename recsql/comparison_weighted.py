@@ -38,6 +38,7 @@ from sqlglot import exp
 from .comparison_global import stat_expression, stats_ctes
 from .comparison_logged import global_ctes as logged_ctes
 from .comparison_logged import logged, positions_cte
+from .comparison_samples import over_samples, sample_cols
 from .compose import compose, metric_columns
 from .compose.exposure import resampling_refusal
 from .compose.plan import Plan, internal_runs
@@ -94,8 +95,10 @@ def plan_for(plan: Plan, catalog: bool) -> Plan:
     rank, 1..k, as the evaluation ranked them; weighed by its weight), the other inputs as given; the catalog (``catalog``: the evaluation has
     one) read from the evaluation's own ``catalog_items`` (``cmp_catalog_items``), so that it stays the
     catalog of the runs compared, never the items of a resample's lists; truth per run (``plan.truth_has_runs``)
-    read from ``cmp_wtruth``, keyed by the same run key (each list's own run's truth)."""
-    columns = [*RUN_COLS, RANK_COL, WEIGHT_COL]
+    read from ``cmp_wtruth``, keyed by the same run key (each list's own run's truth); a sampled run's sample one
+    more run key (recsql/comparison_samples.py), each (draw, sample) evaluated as a run."""
+    runs = (*RUN_COLS, *sample_cols(plan))
+    columns = [*runs, RANK_COL, WEIGHT_COL]
     ids = ("user_id", "item_id")
 
     def renamed(relation: str, alias: str, *extra: str) -> exp.Subquery:  # internal ids as the plan names them
@@ -108,7 +111,7 @@ def plan_for(plan: Plan, catalog: bool) -> Plan:
     truth = dict(truth=renamed("cmp_wtruth", "cmp_wtruth", *RUN_COLS, TRUTH_RELEVANCE),
                  relevance_col=TRUTH_RELEVANCE) if plan.truth_has_runs else {}
     return dataclasses.replace(
-        plan, recs=renamed("cmp_wrecs", "cmp_wrecs", *columns), run_cols=RUN_COLS, score_col=None, rank_col=RANK_COL,
+        plan, recs=renamed("cmp_wrecs", "cmp_wrecs", *columns), run_cols=runs, score_col=None, rank_col=RANK_COL,
         ord_type="BIGINT", weight_col=WEIGHT_COL, catalog=items if catalog else plan.catalog, topk=None,
         ties="item_id", duplicates="error", id_casts={key: cast for key, cast in plan.id_casts.items() if key[1] in ids},
         text_ids=frozenset(plan.text_ids) & frozenset(ids), sample_col=None, sampled=False,
@@ -116,11 +119,12 @@ def plan_for(plan: Plan, catalog: bool) -> Plan:
 
 
 def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog: bool,
-               truth_per_run: bool = False) -> list[exp.CTE]:
-    """``cmp_wlists(run, segment, user_idx, user_id, item_id, rank)``: each user's top max k (of the weighted
+               truth_per_run: bool = False, sample: str | None = None) -> list[exp.CTE]:
+    """``cmp_wlists(run, segment, user_idx, user_id, item_id, rank, sample)``: each user's top max k (of the weighted
     metrics) in each run, with the user's segment, from ``lists`` (the ranked stage's list rows: run columns
     ``runs``, user_id, item_id, rank) joined to ``cmp_keyed`` (a user without a segment left out, as by the
-    counted metrics: that comparison is refused); ``cmp_weighted_metrics(metric)``: their positions;
+    counted metrics: that comparison is refused), in each sample (``sample``: the lists' sample key; 0 unsampled);
+    ``cmp_weighted_metrics(metric)``: their positions;
     ``cmp_catalog_items`` (with ``catalog``): the evaluation's catalog, which the weighted evaluation reads;
     ``cmp_wtruth_rows(run, segment, user_idx, user_id, item_id, relevance)`` (with ``truth_per_run``): each run's
     truth rows (the evaluation's ``truth_in``) of the users of ``cmp_keyed``, the same way."""
@@ -133,6 +137,7 @@ def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog:
             .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on)
 
     rows = keyed(lists, ("l", "user_id"), ("l", "item_id"), ("l", "rank")) \
+        .select(exp.alias_(exp.column(sample, "l") if sample else bigint(0), "sample")) \
         .where(exp.and_(exp.column("rank", "l") <= bigint(max(int(m.k) for m in metrics.values())),
                         exp.column("segment", "p") >= 0))
     ctes = [exp.CTE(this=rows, alias=exp.to_identifier("cmp_wlists")), positions_cte(metrics, "cmp_weighted_metrics")]
@@ -150,7 +155,8 @@ def evaluation_ctes(plan: Plan, metrics: dict[int, Metric], prefix: str = PREFIX
                     name: str = "cmp_weighted_values") -> list[exp.CTE]:
     """The weighted evaluation (:func:`plan_for`'s plan, already made) of ``metrics`` as CTEs named
     ``cmpw_...`` (``prefix``), up to its per-user rows, and ``cmp_weighted_values(cmp_key, x_i)`` (``name``):
-    each of its runs' global row, one column ``x_i`` per metric position i."""
+    each of its runs' global row, one column ``x_i`` per metric position i; of a sampled run's, the mean over
+    its samples (:func:`recsql.comparison_samples.over_samples`)."""
     ordered = list(metrics.values())
     statement = compose(plan, ordered, output="per_user")
     ctes = list(statement.args["with_"].expressions)
@@ -160,6 +166,7 @@ def evaluation_ctes(plan: Plan, metrics: dict[int, Metric], prefix: str = PREFIX
     values = exp.select(*[exp.alias_(exp.column(r), name) for r, name in zip(runs, RUN_COLS)],
                         *[exp.alias_(exp.column(c), f"x_{i}") for i, c in zip(metrics, metric_columns(ordered))]) \
         .from_(prefix + LAST).where(exp.column("_is_global").eq(1))
+    values = over_samples(values, list(RUN_COLS), runs[len(RUN_COLS):])
     return [*ctes, exp.CTE(this=values, alias=exp.to_identifier(name))]
 
 
@@ -187,7 +194,8 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
         ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
     if recomputed:
         truth_per_run = values.weighted_plan.truth_has_runs  # each list judged by its run's truth: cmp_wtruth
-        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog, truth_per_run)
+        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog, truth_per_run,
+                           values.sample)
         ctes += template(WEIGHTED_TEMPLATE, parameters)
         ctes += template(WEIGHTED_TRUTH_TEMPLATE, parameters) if truth_per_run else []
         ctes += evaluation_ctes(values.weighted_plan, recomputed)

@@ -33,7 +33,7 @@ LAYERS = (
       "recsql.compose.expressions", "recsql.compose.weights", "recsql.compose.samples", "recsql.compose.stage", "recsql.compose.intents",
       "recsql.compose.statement", "recsql.compose.columns", "recsql.compose.empty", "recsql.compose.unread",
       "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
-      "recsql.comparison_logged", "recsql.comparison_weighted", "recsql.comparison_sql")),
+      "recsql.comparison_logged", "recsql.comparison_samples", "recsql.comparison_weighted", "recsql.comparison_sql")),
     ("inputs", "the inputs as given: their options checked (recsql.Inputs) and defined once for every entry point "
                "(recsql.options), bound to relations, their columns "
                "checked; no engine yet",

@@ -17,14 +17,18 @@
 --   and what they have not seen, relevant listings); the catalog-level inputs stay fixed (the catalog and its
 --   size, the items' categories and group sizes, the items' popularity in interactions and so the short head).
 --   The lists are the top max k of each user as evaluate ranked them (rank: their order, ties already broken).
---   n: a run's users with a list (in the segment); a pair's users with a list in either run (in the segment).
+--   A sampled run's lists keep their sample (cmp_sample; 0 when the runs are not sampled): each (key, sample) is
+--   evaluated as a run, with every sample of a user weighed w_u and swapped by s_u (sample j of side 1: the run's
+--   sample-j list where s_u = +1, the baseline's sample-j list where −1), and the value of a key is the mean over
+--   its samples (recsql/comparison_samples.py), as evaluate's value of a sampled run.
+--   n: a run's users with a list (in the segment; in any sample); a pair's users with a list in either run.
 --   The metric id is segment·$n_metrics + metric (the metric's position), as the other metrics' within segments.
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; randomization by swapping a unit's treatments: Fisher 1935, §21.
 --
--- Inputs: cmp_wlists(run, segment, user_idx, user_id, item_id, rank) (each user's top max k in each run, with the
--- user's segment), cmp_draws, cmp_users, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_global_units,
+-- Inputs: cmp_wlists(run, segment, user_idx, user_id, item_id, rank, sample) (each user's top max k in each run and
+-- sample, with the user's segment), cmp_draws, cmp_users, cmp_runs, cmp_global_pairs, cmp_global_owners, cmp_global_units,
 -- cmp_weighted_metrics(metric).
--- Output: cmp_wrecs(cmp_key, user_id, item_id, cmp_rank, cmp_weight), cmp_weighted_run_users(run, segment, w1),
+-- Output: cmp_wrecs(cmp_key, cmp_sample, user_id, item_id, cmp_rank, cmp_weight), cmp_weighted_run_users(run, segment, w1),
 -- cmp_global_weighted_users(run, baseline, metric, n).
 WITH
 cmp_weighted_draws AS (
@@ -34,7 +38,7 @@ cmp_weighted_draws AS (
 ),
 cmp_wrecs AS (
     SELECT CAST((u.unit * ($resamples + 1) + d.resample) * 4 + 3 AS BIGINT) AS cmp_key,
-        l.user_id AS user_id, l.item_id AS item_id, l.rank AS cmp_rank, d.w AS cmp_weight
+        l.sample AS cmp_sample, l.user_id AS user_id, l.item_id AS item_id, l.rank AS cmp_rank, d.w AS cmp_weight
     FROM cmp_wlists AS l
     JOIN cmp_global_units AS u ON l.run = u.run AND u.baseline = 0 AND l.segment = u.segment
     JOIN cmp_weighted_draws AS d ON l.user_idx = d.user_idx
@@ -42,7 +46,8 @@ cmp_wrecs AS (
     UNION ALL
     SELECT CAST((u.unit * ($resamples + 1) + d.resample) * 4
                 + CASE WHEN (o.role = 1 AND d.s = 1) OR (o.role = 2 AND d.s = -1) THEN 1 ELSE 2 END AS BIGINT) AS cmp_key,
-        l.user_id AS user_id, l.item_id AS item_id, l.rank AS cmp_rank, CAST(1 AS BIGINT) AS cmp_weight
+        l.sample AS cmp_sample, l.user_id AS user_id, l.item_id AS item_id, l.rank AS cmp_rank,
+        CAST(1 AS BIGINT) AS cmp_weight
     FROM cmp_global_owners AS o
     JOIN cmp_global_units AS u ON o.run = u.run AND o.baseline = u.baseline
     JOIN cmp_wlists AS l ON l.run = o.owner AND l.segment = u.segment

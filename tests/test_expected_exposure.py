@@ -160,10 +160,14 @@ def test_a_global_metric_of_a_sampled_run_is_its_mean_over_the_samples(run, metr
             assert got[run_key] == pytest.approx(sum(defined) / len(defined), rel=1e-12, abs=1e-12)
 
 
-def test_compare_refuses_a_global_metric_of_a_sampled_run():
-    with pytest.raises(RecsqlError, match=re.escape("compare: metric 'coverage@3' is global")):
-        recsql.compare(SAMPLES.assign(model="A"), RELEVANT, ["ndcg@3", "coverage@3"], run_cols="model",
-                       sample_col="sample")
+def test_compare_refuses_a_sampled_runs_global_metric_counted_from_item_exposure():
+    """compare resamples a sampled run's global metrics that it recomputes over weighted lists (tests/
+    test_compare_sampled.py); those it counts from item exposure (coverage, gini, personalization) are refused."""
+    with pytest.raises(RecsqlError, match=re.escape("compare: metric 'coverage@3' is global (one number per run) and "
+                                                    "compare resamples it through each item's count of lists, which "
+                                                    "it does not do per sample yet")):
+        recsql.compare(SAMPLES.assign(model="A"), RELEVANT, ["ndcg@3", "exposure_gini@3", "coverage@3"],
+                       run_cols="model", sample_col="sample")
 
 
 def test_compare_pairs_the_users_expected_values():
