@@ -72,10 +72,11 @@ def _reads(column: exp.Column, table: str, columns: dict[str, set[str]]) -> bool
     return bool(column.table)  # a qualifier no select around it defines: kept to be safe
 
 
-def _names(tree: exp.Expression, table: str, columns: dict[str, set[str]]) -> set[str]:
-    """The names of the columns of the CTE ``table`` that ``tree`` reads (and of USING clauses)."""
+def _names(parts: list[exp.Expression], table: str, columns: dict[str, set[str]]) -> set[str]:
+    """The names of the columns of the CTE ``table`` that a reader reads (and of USING clauses), from
+    its columns and joins (``parts``)."""
     found: set[str] = set()
-    for node in nodes(tree, exp.Column, exp.Join):
+    for node in parts:
         if isinstance(node, exp.Join):
             found.update(i.name for i in node.args.get("using") or [])
         elif node.name not in found and _reads(node, table, columns):
@@ -130,17 +131,25 @@ def _drop_columns(with_: exp.With, final: exp.Expression) -> bool:
     changed = False
     readers = _readers(with_, final)
     columns = {c.alias: set(_columns_of(c.this)) for c in with_.expressions}
+    scanned: dict[int, tuple[bool, list[exp.Expression]]] = {}  # a reader's star, columns and joins; until it changes
+
+    def scan(reader: exp.Expression) -> tuple[bool, list[exp.Expression]]:
+        if id(reader) not in scanned:
+            scanned[id(reader)] = _selects_star(reader), nodes(reader, exp.Column, exp.Join)
+        return scanned[id(reader)]
+
     for cte in reversed(with_.expressions):
         branches = _plain_branches(cte.this)
-        if not readers[cte.alias] or branches is None or any(map(_selects_star, readers[cte.alias])):
+        if not readers[cte.alias] or branches is None or any(scan(r)[0] for r in readers[cte.alias]):
             continue
-        read = set().union(*(_names(r, cte.alias, columns) for r in readers[cte.alias]))
+        read = set().union(*(_names(scan(r)[1], cte.alias, columns) for r in readers[cte.alias]))
         names = [e.alias_or_name for e in branches[0].expressions]
         keep = [i for i, n in enumerate(names) if n in read or any(_aliased(b, i) for b in branches)] or [0]
         if len(keep) < len(names):
             for branch in branches:
                 branch.set("expressions", [branch.expressions[i] for i in keep])
             columns[cte.alias] = {names[i] for i in keep}
+            scanned.pop(id(cte.this), None)
             changed = True
     return changed
 
