@@ -45,20 +45,20 @@ from report import commit  # noqa: E402
 LISTS = [  # what people ask for: accuracy at one cutoff, several cutoffs, beyond accuracy, global, logs
     ["ndcg@10", "map@10", "recall@10", "precision@10", "mrr@10", "hit_rate@10"],
     ["ndcg@5", "ndcg@10", "ndcg@20", "recall@20", "map@100"],
-    ["coverage@10", "gini@10", "personalization@10", "novelty@10", "ndcg@10"],
+    ["coverage@10", "gini@10", "personalization@10", "ndcg@10"],
     ["err@10", "rbp", "bpref", "r_precision", "auc"],
-    ["ips", "snips", "dm", "dr"],
+    ["ips", "snips", "ess"],
 ]
 
 TO_SQL = """
 import sys, time
 import recsql
 lists = {lists!r}
-recsql.to_sql(["ndcg@3"], dialect="duckdb")  # imports and the first templates read
+recsql.to_sql(metrics=["ndcg@3"], dialect="duckdb")  # imports and the first templates read
 start = time.process_time()
 for metrics in lists:
     for dialect in ("duckdb", "postgres"):
-        recsql.to_sql(metrics, dialect=dialect, **({{"logs": "logs"}} if "ips" in metrics else {{}}))
+        recsql.to_sql(metrics=metrics, dialect=dialect, **({{"logs": "logs"}} if "ips" in metrics else {{}}))
 print(time.process_time() - start)
 """
 
