@@ -54,7 +54,9 @@ from typing import Callable, Sequence
 
 from sqlglot import exp
 
-from .compose import Plan, compose, finalize, readable
+from .compose import Plan, finalize
+from .compose.plan import statement_key
+from .compose.readable import readable_statement
 from .dialects import dialect as get_dialect, render
 from .metrics import Metric
 from .templates import sql_dir
@@ -69,23 +71,6 @@ _SIZE = 64  # statements kept (least recently used dropped)
 
 _cache: OrderedDict[tuple, tuple[list[str], list[str]]] = OrderedDict()
 _lock = threading.Lock()
-
-
-def _plain(value: object) -> object:
-    """A plan field as a hashable, order-independent value."""
-    if isinstance(value, exp.Expression):
-        return ("sql", value.sql("duckdb"))
-    if isinstance(value, (set, frozenset)):
-        return ("set", tuple(sorted(map(repr, value))))
-    if isinstance(value, dict):
-        return ("dict", tuple(sorted((repr(k), repr(v)) for k, v in value.items())))
-    return repr(value)
-
-
-def _key(plan: Plan, metrics: Sequence[Metric], output: str, dialect_name: str, pretty: bool) -> tuple:
-    fields = tuple((f.name, _plain(getattr(plan, f.name))) for f in dataclasses.fields(plan))
-    asked = tuple((m.name, m.k, m.options, tuple(sorted(m.explicit)), m.asked) for m in metrics)
-    return fields, asked, output, dialect_name, pretty
 
 
 def _relation_text(relation: exp.Expression, dialect_name: str, pretty: bool) -> str | None:
@@ -299,13 +284,6 @@ def _memoised(key: tuple, build) -> tuple[list[str], list[str]]:
     return found
 
 
-def readable_statement(plan: Plan, metrics: Sequence[Metric], output: str = "summary") -> exp.Select:
-    """The statement for ``plan`` and ``metrics`` as it is rendered: :func:`recsql.compose.compose`'s,
-    made readable (:func:`recsql.compose.readable`: header, formulas, nothing unread)."""
-    metrics = list(metrics)
-    return readable(compose(plan, metrics, output=output), plan, metrics, output)
-
-
 def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary", dialect_name: str = "duckdb",
                   pretty: bool = True) -> str:
     """``render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty)``, the same text, from a
@@ -316,7 +294,7 @@ def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary"
     if any(text is None for text in texts.values()):
         return render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty)
     roles = sorted(relations)
-    key = _key(dataclasses.replace(plan, **{role: None for role in roles}), metrics, output, dialect_name, pretty)
+    key = statement_key(dataclasses.replace(plan, **{role: None for role in roles}), metrics, output, dialect_name, pretty)
     key = (key, tuple(roles))
     between, order = _memoised(key, lambda: _template(plan, metrics, output, dialect_name, pretty, roles))
     return _paste(between, order, texts)
@@ -365,7 +343,7 @@ def memoised_strings(key: tuple, build: Callable[[], list[str]]) -> list[str]:
 
 def plan_key(plan: Plan, metrics: Sequence[Metric], output: str, dialect_name: str, pretty: bool) -> tuple:
     """The plan's options and the metrics as plain values (its relations left out), for a key."""
-    return _key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, dialect_name,
+    return statement_key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, dialect_name,
                 pretty)
 
 
@@ -376,7 +354,7 @@ def finalize_sql(plan: Plan, metrics: Sequence[Metric], output: str) -> str:
     relation, only whether each is given."""
     metrics = list(metrics)
     given = tuple(sorted(role for role in RELATIONS if getattr(plan, role) is not None))
-    key = ("finalize", _key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, "duckdb",
+    key = ("finalize", statement_key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, "duckdb",
                             False), given)
     found = _memoised(key, lambda: ([render(finalize(plan, metrics, output), "duckdb", pretty=False)], []))
     return found[0][0]

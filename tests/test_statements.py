@@ -5,6 +5,7 @@ for the plans evaluate builds on DuckDB and SQLite. The reference is the uncache
 ``render(readable(compose(plan, metrics, output), ...), dialect, pretty)`` with the call's own plan."""
 from __future__ import annotations
 
+import importlib
 import shutil
 import sqlite3
 from pathlib import Path
@@ -89,7 +90,7 @@ def test_relations_that_span_lines_are_pasted_at_their_indentation(calls, tmp_pa
     """A path long enough that the pretty layout wraps its relation over lines is pasted too, its lines
     indented as the line it stands on: the second call composes nothing, and both texts are the
     uncached ones byte for byte (they used to be composed on every call)."""
-    composed = counted(monkeypatch, statements, "compose")
+    composed = counted(monkeypatch, importlib.import_module("recsql.compose.readable"), "compose")
     first, second = (tmp_path / (c * 120) / "recs.parquet" for c in "xy")
     for pretty in (True, False):
         sql = recsql.to_sql(str(first), str(tmp_path / ("t" * 90) / "truth.parquet"), ["ndcg@10", "coverage@10"],

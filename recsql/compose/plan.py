@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from sqlglot import exp
 
@@ -222,3 +223,21 @@ def truth_runs(plan: Plan) -> list[str]:
 
 
 View = tuple  # (tie rule, negative_unjudged): how a list is ranked and judged for a metric
+
+
+def _plain(value: object) -> object:
+    """A plan field as a hashable, order-independent value."""
+    if isinstance(value, exp.Expression):
+        return ("sql", value.sql("duckdb"))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(map(repr, value))))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), repr(v)) for k, v in value.items())))
+    return repr(value)
+
+
+def statement_key(plan: Plan, metrics: Sequence, output: str, dialect_name: str, pretty: bool) -> tuple:
+    """The plan's fields and the metrics asked as plain values: what a composed statement depends on."""
+    fields = tuple((f.name, _plain(getattr(plan, f.name))) for f in dataclasses.fields(plan))
+    asked = tuple((m.name, m.k, m.options, tuple(sorted(m.explicit)), m.asked) for m in metrics)
+    return fields, asked, output, dialect_name, pretty

@@ -24,6 +24,9 @@ User text (a metric as asked) reaches the comments only through :func:`recsql.sa
 """
 from __future__ import annotations
 
+import dataclasses
+import threading
+from collections import OrderedDict
 from typing import Sequence
 
 from sqlglot import exp
@@ -34,7 +37,8 @@ from ..metrics import Metric
 from ..safe_text import sql_comment
 from .columns import metric_columns
 from .empty import without_empty
-from .plan import Plan
+from .plan import Plan, statement_key, text_rules
+from .statement import compose
 from .unread import drop_unread
 
 # What each population and tie rule means, for the header (docs/guide/populations.md, docs/guide/ties.md).
@@ -81,5 +85,35 @@ def readable(statement: exp.Select, plan: Plan, metrics: Sequence[Metric], outpu
     each metric's formula beside it, and the :func:`header` above it."""
     drop_unread(without_empty(statement))
     annotate_formulas(statement, plan, metrics)
+    statement.args["with_"].comments = header(plan, metrics, output, dialect)
+    return statement
+
+
+# Composed trees by plan kind: the composer reads of a dialect only whether it is DuckDB, and its rules for
+# ids as text where ids are read as text (recsql.compose.plan.text_rules), so the other dialects share one
+# tree per process, whose header then names the dialect asked (to_sql for several dialects, dbt's adapters).
+_TREES: OrderedDict[tuple, exp.Select] = OrderedDict()
+_TREES_KEPT = 64
+_LOCK = threading.Lock()
+
+
+def readable_statement(plan: Plan, metrics: Sequence[Metric], output: str = "summary", checks: bool = False,
+                       dialect: bool = True) -> exp.Select:
+    """The statement for ``plan`` and ``metrics`` as it is rendered: :func:`recsql.compose.compose`'s (``checks``
+    as it takes them), made readable (:func:`recsql.compose.readable`: header, formulas, nothing unread; the
+    header names the dialect with ``dialect``); a copy the caller may change."""
+    metrics = list(metrics)
+    plan = dataclasses.replace(plan, **text_rules(plan))
+    kind = dataclasses.replace(plan, dialect="duckdb" if plan.dialect == "duckdb" else "")
+    key = (statement_key(kind, metrics, output, "", False), checks)
+    with _LOCK:
+        tree = _TREES.get(key)
+    if tree is None:
+        tree = readable(compose(plan, metrics, output=output, checks=checks), plan, metrics, output, dialect=False)
+        with _LOCK:
+            _TREES[key] = tree
+            while len(_TREES) > _TREES_KEPT:
+                _TREES.popitem(last=False)
+    statement = tree.copy()
     statement.args["with_"].comments = header(plan, metrics, output, dialect)
     return statement

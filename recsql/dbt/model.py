@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from .. import __version__
-from ..compose import DIAGNOSTICS, Plan, compose, readable
-from ..compose.plan import text_rules
+from ..compose import DIAGNOSTICS, Plan
+from ..compose.readable import readable_statement
 from ..dialects import render
 from ..errors import RecsqlError
 from ..inputs import ROLES, Inputs, renamed
@@ -43,7 +42,6 @@ from ..metrics import Metric, parse_metrics
 from ..options import yml_keys
 from ..plans import build_plan, checked_logs_run_cols
 from ..sources import bind
-from ..statements import RELATIONS, plan_key
 from ..trees import nodes
 from .adapters import adapter
 from .names import MAX_LENGTH, SIMPLE, output_name
@@ -169,34 +167,12 @@ def spec_plan(spec: ModelSpec, dialect: str = "duckdb") -> tuple[Plan, list[Metr
     return plan, parsed
 
 
-# Composed statements, by the plan (its options as plain values: recsql.statements.plan_key, and which
-# inputs it is given; each input's relation is the same placeholder in every evaluation) with its
-# dialect's name reduced to what the composer reads of it, whether it is DuckDB (the only engine with
-# array feature columns), and its rules for ids as text left out where no id is read as text
-# (:func:`recsql.compose.plan.text_rules`): the adapters whose dialects the composer treats alike share
-# one composition, rendered once each (every adapter but DuckDB, unless ids are text). The most recent
-# COMPOSED_KEPT are kept (a project's evaluation is composed for all its adapters in a row); only a
-# composition that succeeded is kept.
-COMPOSED_KEPT = 64
-_COMPOSED: OrderedDict[tuple, tuple[exp.Select, list[Metric]]] = OrderedDict()
-
-
 def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list[Metric]]:
-    """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics (a copy:
-    the caller may change it)."""
+    """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics: a copy the
+    caller may change. The adapters whose dialects the composer treats alike share one composition
+    (:func:`recsql.statements.readable_statement`)."""
     plan, parsed = spec_plan(spec, dialect)
-    plan = dataclasses.replace(plan, **text_rules(plan))
-    kind = dataclasses.replace(plan, dialect="duckdb" if dialect == "duckdb" else "")
-    given = tuple(role for role in RELATIONS if getattr(plan, role) is not None)  # plan_key leaves relations out
-    key = (plan_key(kind, parsed, spec.output, "", False), given)
-    if key not in _COMPOSED:
-        statement = compose(plan, parsed, output=spec.output, checks=True)
-        _COMPOSED[key] = readable(statement, plan, parsed, spec.output, dialect=False), parsed
-        while len(_COMPOSED) > COMPOSED_KEPT:
-            _COMPOSED.popitem(last=False)
-    _COMPOSED.move_to_end(key)
-    statement, metrics = _COMPOSED[key]
-    return statement.copy(), metrics
+    return readable_statement(plan, parsed, spec.output, checks=True, dialect=False), parsed
 
 
 def _rename(statement: exp.Select, metrics: list, spec: ModelSpec) -> None:
