@@ -178,8 +178,10 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
                            exp.alias_(metric, "metric"), exp.alias_(pick, "x")) \
         .from_(exp.alias_(exp.to_table("cmp_keyed"), "k")).join(exp.alias_(exp.to_table("cmp_metrics"), "m"), join_type="cross") \
         .where(exp.column("segment", "k") >= 0)
+    # no per-user metric: no row, by a false condition, not by a filter of x (NULL in every row), which DataFusion 55
+    # moves beneath an aggregate without GROUP BY (still one row): each run's global rows came twice, one without mean
     present = exp.select("run", "user_idx", "metric", "x").from_(unpivoted.subquery("v")) \
-        .where(exp.column("x").is_(exp.null()).not_())
+        .where(exp.column("x").is_(exp.null()).not_() if per_user else exp.EQ(this=bigint(1), expression=bigint(0)))
     slots = sqlglot.parse_one(  # each metric index: its segment (grp) and its metric's position (slot)
         f"SELECT g.segment * {len(values.metrics)} + m.metric AS metric, g.segment AS grp, m.metric AS slot "
         "FROM (SELECT DISTINCT segment FROM cmp_keyed WHERE segment >= 0) AS g CROSS JOIN cmp_metrics AS m")

@@ -387,3 +387,45 @@ def test_every_engine_gives_the_same_numbers_with_truth_per_run(name):
         for column in mine.columns:
             for a, b in zip(mine[column], theirs[column]):
                 assert a == b if isinstance(b, str) else close(a, b), (name, column, a, b)
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_every_engine_gives_one_row_per_run_when_every_metric_is_global(name):
+    """Only global metrics (no per-user metric, so no per-user value to compare; text ids, three runs every pair):
+    exactly one row per (run, metric) and per (run, baseline, metric), each run's mean evaluate's and each
+    difference the difference of evaluate's, and each engine's numbers DuckDB's in memory. DataFusion once
+    returned each run's row twice, the second one without its mean, from a relation of per-user values
+    that was not empty (recsql/comparison_sql.py's cmp_values)."""
+    rng = np.random.default_rng(3)
+    runs, users = ("A", "B", "C"), [f"u{u:02d}" for u in range(7)]
+    recs = pd.DataFrame([(m, u, int(i), float(4 - r)) for m in runs for u in users
+                         for r, i in enumerate(rng.choice(8, 3, replace=False))],
+                        columns=["model", "user_id", "item_id", "score"]).astype({"model": "string", "user_id": "string"})
+    truth = pd.DataFrame([(u, int(i), 1.0) for u in users for i in rng.choice(8, 2, replace=False)],
+                         columns=["user_id", "item_id", "relevance"]).astype({"user_id": "string"})
+    items = pd.DataFrame({"item_id": range(8), "category": ["x", "y", "x", "z", "y", "x", "z", "y"]})
+    interactions = pd.DataFrame([(u, i) for u in [*users, "u99"] for i in range(8) if (int(u[1:]) * 3 + i * 5) % 7 < 3],
+                                columns=["user_id", "item_id"]).astype({"user_id": "string"})
+    metrics = ["exposure_gini@3", "exposure_disparity@3", "exposure_entropy@3", "lt_coverage(split=interactions)@3",
+               "pop_rsp(split=interactions)@3", "pop_reo(split=interactions)@3"]
+    given_inputs = dict(items=items, interactions=interactions, run_cols="model")
+    options = dict(resamples=12, seed=4, tests=("t", "randomization"), baseline=None)
+    want = recsql.compare(recs, truth, metrics, **given_inputs, **options)
+    summary = recsql.evaluate(recs, truth, metrics, **given_inputs).summary.set_index("model")
+    assert sorted(zip(want.runs["run"], want.runs["metric"])) == sorted((r, m) for r in runs for m in metrics)
+    for row in want.runs.itertuples():
+        assert close(row.mean, summary.loc[row.run, row.metric], tol=1e-12), (row.run, row.metric)
+    pairs = list(zip(want.tests["run"], want.tests["baseline"], want.tests["metric"]))
+    assert len(pairs) == len(set(pairs)) == 3 * len(metrics)
+    for row in want.tests.itertuples():
+        difference = summary.loc[row.run, row.metric] - summary.loc[row.baseline, row.metric]
+        assert close(row.mean_diff, difference, tol=1e-12), (row.run, row.baseline, row.metric)
+    with ExitStack() as stack:
+        engine = start(name, stack)
+        got = recsql.compare(engine.load(recs), engine.load(truth), metrics, items=engine.load(items),
+                             interactions=engine.load(interactions), run_cols="model", con=engine.con, **options)
+    for mine, theirs in ((got.runs, want.runs), (got.tests, want.tests)):
+        assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs) > 0
+        for column in mine.columns:
+            for a, b in zip(mine[column], theirs[column]):
+                assert a == b if isinstance(b, str) else close(a, b), (name, column, a, b)
