@@ -25,7 +25,7 @@ from recsql.dialects import render
 from support.engines import ENGINES, start
 from support.paired import close
 from support.reference_beyond import weighted_global
-from test_compare_weighted import METRICS, records, spelled, weights_and_signs
+from test_compare_weighted import METRICS, records, same_statistics, spelled, weights_and_signs
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore::RuntimeWarning")
 RUNS = ("A", "B")
@@ -122,24 +122,7 @@ def test_each_resampled_statistic_is_the_mean_over_the_samples_of_the_metric_on_
     metrics = [spelled(name, options, k) for name, options in METRICS]
     got = statistics(recs, truth, interactions, items, metrics, resamples, seed)
     ref = SampledReference(recs, truth, interactions, items)
-    w, s = weights_and_signs(ref.n, resamples, seed)
-    ones = np.ones(ref.n, dtype=int)
-    stats = {(int(r.run), int(r.baseline), int(r.metric), int(r.resample), int(r.side)): r.stat
-             for r in got.itertuples() if not pd.isna(r.stat)}
-    checked = 0
-    for m, (name, options) in enumerate(METRICS):
-        for run_index, run in ((1, "A"), (2, "B")):
-            for b in range(resamples + 1):
-                want = ref.run(name, options, k, run, ones if b == 0 else w[b - 1])
-                mine = stats.get((run_index, 0, m, b, 3))
-                assert (mine is None) == (want is None) and (want is None or abs(mine - want) <= 1e-12), \
-                    (name, options, run, b, mine, want)
-                checked += want is not None
-        for b in range(1, resamples + 1):
-            for side, want in zip((1, 2), ref.sides(name, options, k, s[b - 1])):
-                mine = stats.get((2, 1, m, b, side))
-                assert (mine is None) == (want is None) and (want is None or abs(mine - want) <= 1e-12), \
-                    (name, options, b, side, mine, want)
+    checked = same_statistics(got, ref, k, resamples, seed)
     assert checked > 0
 
 
