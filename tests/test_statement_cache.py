@@ -307,12 +307,12 @@ def test_processes_writing_one_full_folder_at_once_leave_it_bounded_and_whole(ca
 
 
 READER = r"""
-import sys
+import importlib, sys
 import recsql
 from recsql import statements
 def refuse(*args, **kwargs):
     raise AssertionError("composed: the statement was not read from disk")
-statements.compose = refuse
+importlib.import_module("recsql.compose.readable").compose = refuse  # where statements compose
 statements._MAX_FILES = int(sys.argv[1])
 print(recsql.to_sql("r", "t", [sys.argv[2]]))
 """
