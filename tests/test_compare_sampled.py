@@ -8,7 +8,6 @@ samples by hand) with weights and signs drawn by recsql.resampling's Python twin
 (tests/test_compare_weighted.py's weights_and_signs)."""
 from __future__ import annotations
 
-import math
 import re
 from contextlib import ExitStack
 
@@ -25,7 +24,7 @@ from recsql.dialects import render
 from support.engines import ENGINES, start
 from support.paired import close
 from support.reference_beyond import weighted_global
-from test_compare_weighted import METRICS, records, same_statistics, spelled, weights_and_signs
+from test_compare_weighted import METRICS, records, same_runs_and_pair, same_statistics, spelled, weights_and_signs
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore::RuntimeWarning")
 RUNS = ("A", "B")
@@ -138,40 +137,9 @@ def test_intervals_and_randomization_counts_are_the_references(data, k, seed):
                             resamples=resamples, seed=seed, ci=0.9, **GIVEN)
     ref = SampledReference(recs, truth, interactions, items)
     w, s = weights_and_signs(ref.n, resamples, seed)
-    ones = np.ones(ref.n, dtype=int)
-
-    def interval(values):
-        values = [v for v in values if v is not None]
-        return np.quantile(values, [0.05, 0.95]) if values else (math.nan, math.nan)
-
-    def same(a, b):
-        return (pd.isna(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= 1e-12)
-
+    users = {run: len(set(recs[recs["model"] == run]["user_id"])) for run in RUNS}  # a list in any sample
     for metric, (name, options) in zip(metrics, METRICS):
-        values = {}
-        for run in RUNS:
-            row = result.runs[(result.runs["run"] == run) & (result.runs["metric"] == metric)].iloc[0]
-            values[run] = [ref.run(name, options, k, run, w[b]) for b in range(resamples)]
-            low, high = interval(values[run])
-            assert same(row["mean"], ref.run(name, options, k, run, ones)), (metric, run)
-            assert same(row["ci_low"], low) and same(row["ci_high"], high), (metric, run)
-            assert row["n_users"] == len(set(recs[recs["model"] == run]["user_id"]))  # a list in any sample
-        row = result.tests[result.tests["metric"] == metric].iloc[0]
-        assert row["n"] == ref.n
-        observed_b, observed_a = ref.run(name, options, k, "B", ones), ref.run(name, options, k, "A", ones)
-        if observed_a is None or observed_b is None:
-            assert pd.isna(row["mean_diff"]) and pd.isna(row["p_randomization"])
-            continue
-        diffs = [None if a is None or z is None else a - z for a, z in zip(values["B"], values["A"])]
-        low, high = interval(diffs)
-        assert same(row["mean_diff"], observed_b - observed_a)
-        assert same(row["ci_low"], low) and same(row["ci_high"], high), metric
-        extreme = 0
-        for b in range(resamples):
-            one, two = ref.sides(name, options, k, s[b])
-            if one is not None and two is not None:
-                extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
-        assert row["p_randomization"] == (1 + extreme) / (resamples + 1), metric
+        same_runs_and_pair(result, ref, metric, (name, options, k), w, s, users, ref.n)
 
 
 def fixed_case(text_ids: bool = False):

@@ -178,6 +178,46 @@ def same_statistics(got: pd.DataFrame, ref: Reference, k: int, resamples: int, s
     return checked
 
 
+def same_runs_and_pair(result, ref, metric: str, spec: tuple, w, s, n_users: dict, n: int) -> None:
+    """compare's rows for ``metric`` (``spec``: the reference's name, options and k) at ci=0.9 are the reference's
+    (``ref.run`` under each resample's weights ``w``, ``ref.sides`` under each draw's signs ``s``): each run's
+    observed value, interval (numpy.quantile) and users (``n_users``), and B against A its users (``n``), mean
+    difference, interval and randomization p ((1 + extreme) / (B + 1))."""
+    resamples, ones = len(w), np.ones(len(w[0]), dtype=int)
+
+    def interval(values):
+        values = [v for v in values if v is not None]
+        return np.quantile(values, [0.05, 0.95]) if values else (math.nan, math.nan)
+
+    def same(a, b):
+        return (pd.isna(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= 1e-12)
+
+    values = {}
+    for run in ("A", "B"):
+        row = result.runs[(result.runs["run"] == run) & (result.runs["metric"] == metric)].iloc[0]
+        values[run] = [ref.run(*spec, run, w[b]) for b in range(resamples)]
+        low, high = interval(values[run])
+        assert same(row["mean"], ref.run(*spec, run, ones)), (metric, run)
+        assert same(row["ci_low"], low) and same(row["ci_high"], high), (metric, run)
+        assert row["n_users"] == n_users[run]
+    row = result.tests[result.tests["metric"] == metric].iloc[0]
+    assert row["n"] == n
+    observed_b, observed_a = ref.run(*spec, "B", ones), ref.run(*spec, "A", ones)
+    if observed_a is None or observed_b is None:
+        assert pd.isna(row["mean_diff"]) and pd.isna(row["p_randomization"])
+        return
+    diffs = [None if a is None or z is None else a - z for a, z in zip(values["B"], values["A"])]
+    low, high = interval(diffs)
+    assert same(row["mean_diff"], observed_b - observed_a)
+    assert same(row["ci_low"], low) and same(row["ci_high"], high), metric
+    extreme = 0
+    for b in range(resamples):
+        one, two = ref.sides(*spec, s[b])
+        if one is not None and two is not None:
+            extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
+    assert row["p_randomization"] == (1 + extreme) / (resamples + 1), metric
+
+
 @settings(max_examples=6, deadline=None)
 @given(inputs(), st.integers(1, 3), st.integers(0, 300))
 def test_intervals_and_randomization_counts_are_the_references(data, k, seed):
@@ -190,40 +230,9 @@ def test_intervals_and_randomization_counts_are_the_references(data, k, seed):
                             interactions=interactions, resamples=resamples, seed=seed, ci=0.9)
     ref = Reference(recs, truth, interactions, items)
     w, s = weights_and_signs(ref.n, resamples, seed)
-    ones = np.ones(ref.n, dtype=int)
-
-    def interval(values):
-        values = [v for v in values if v is not None]
-        return np.quantile(values, [0.05, 0.95]) if values else (math.nan, math.nan)
-
-    def same(a, b):
-        return (pd.isna(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= 1e-12)
-
     for metric, (name, options) in zip(metrics, METRICS):
-        values = {}
-        for run in ("A", "B"):
-            row = result.runs[(result.runs["run"] == run) & (result.runs["metric"] == metric)].iloc[0]
-            values[run] = [ref.run(name, options, k, run, w[b]) for b in range(resamples)]
-            low, high = interval(values[run])
-            assert same(row["mean"], ref.run(name, options, k, run, ones)), (metric, run)
-            assert same(row["ci_low"], low) and same(row["ci_high"], high), (metric, run)
-            assert row["n_users"] == len(ref.lists[run])
-        row = result.tests[result.tests["metric"] == metric].iloc[0]
-        assert row["n"] == len(set(ref.lists["A"]) | set(ref.lists["B"]))
-        observed_b, observed_a = ref.run(name, options, k, "B", ones), ref.run(name, options, k, "A", ones)
-        if observed_a is None or observed_b is None:
-            assert pd.isna(row["mean_diff"]) and pd.isna(row["p_randomization"])
-            continue
-        diffs = [None if a is None or z is None else a - z for a, z in zip(values["B"], values["A"])]
-        low, high = interval(diffs)
-        assert same(row["mean_diff"], observed_b - observed_a)
-        assert same(row["ci_low"], low) and same(row["ci_high"], high), metric
-        extreme = 0
-        for b in range(resamples):
-            one, two = ref.sides(name, options, k, s[b])
-            if one is not None and two is not None:
-                extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
-        assert row["p_randomization"] == (1 + extreme) / (resamples + 1), metric
+        same_runs_and_pair(result, ref, metric, (name, options, k), w, s, {run: len(ref.lists[run]) for run in "AB"},
+                           len(set(ref.lists["A"]) | set(ref.lists["B"])))
 
 
 @settings(max_examples=2, deadline=None)
