@@ -927,7 +927,7 @@ def test_every_engine_gives_the_same_numbers_for_global_metrics(engine):
     assert_same_tables(got, want, engine.name)
 
 
-# Spark and ClickHouse run these statements one CTE at a time (recsql/engines/steps.py; their own tests below)
+# Spark, ClickHouse and DataFusion run these statements one CTE at a time (recsql/engines/steps.py; their own tests below)
 @pytest.mark.parametrize("name", ENGINES)
 def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(name):
     """The global metrics recomputed over weighted lists (with a counted one and a per-user one beside

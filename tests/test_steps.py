@@ -1,5 +1,5 @@
 """A statement run in steps (recsql/engines/steps.py), on the engines that run compare's recomputing statement
-so (Spark, ClickHouse): the same rows as the statement run whole, every step a temporary table of the session
+so (Spark, ClickHouse, DataFusion): the same rows as the statement run whole, every step a temporary table of the session
 that shadows no name of the user's, and none left behind, also after a failure. compare's own numbers there:
 tests/test_compare.py and tests/test_compare_weighted.py (every engine)."""
 from __future__ import annotations
@@ -14,14 +14,14 @@ from recsql.engines.steps import fetch_in_steps, split
 from recsql.errors import RecsqlError
 from support.engines import start
 
-STEPPED = ("spark", "clickhouse")
+STEPPED = ("spark", "clickhouse", "datafusion")
 
 # CTEs read twice, by qualified columns, through a UNION, a LEFT JOIN whose unmatched rows must be NULL (ClickHouse:
 # the top-level SETTINGS must reach the step), and a CTE named like a table of the user's (``base``)
 STATEMENT = """WITH base AS (SELECT n FROM numbers_in), twice AS (SELECT b.n, b.n * 2 AS m FROM base AS b UNION ALL
 SELECT n, n AS m FROM base), joined AS (SELECT t.n, base.n AS k FROM twice AS t LEFT JOIN base ON t.m = base.n)
 SELECT joined.n, joined.k FROM joined ORDER BY joined.n, joined.k{settings}"""
-SETTINGS = {"clickhouse": " SETTINGS join_use_nulls = 1", "spark": ""}
+SETTINGS = {"clickhouse": " SETTINGS join_use_nulls = 1", "spark": "", "datafusion": ""}
 
 
 def _rows(frame) -> list[tuple]:

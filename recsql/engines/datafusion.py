@@ -20,6 +20,21 @@ class DataFusionRunner(Runner):
             raise self.missing(source, err) from None
         return {field.name: str(field.type) for field in schema}
 
+    in_steps = True  # it plans every CTE again where it is read: a minute of planning for compare's recomputing one
+
+    def materialize(self, name: str, sql: str) -> None:
+        """The rows collected into memory (``DataFrame.cache``) and registered as the context's view ``name``:
+        a later step plans a scan of them, not this step's plan again."""
+        try:
+            with self.settings_applied():
+                rows = self.con.sql(sql).cache()
+            self.con.register_view(name, rows)
+        except Exception as err:  # noqa: BLE001
+            raise self.failed(err) from None
+
+    def release(self, name: str) -> None:
+        self.con.deregister_table(name)
+
     def fetch(self, sql: str) -> pd.DataFrame:
         try:
             with self.settings_applied():
