@@ -130,21 +130,25 @@ MARIADB_WITH_ELEMENTS = 64
 
 def _mariadb_with_limit(tree: exp.Expression) -> exp.Expression:
     """At most :data:`MARIADB_WITH_ELEMENTS` CTEs: the last ones read exactly once become derived tables
-    where they are read (the same query: a CTE read once is a subquery with a name)."""
+    where they are read (the same query: a CTE read once is a subquery with a name). The reads are counted
+    in one walk: moving a CTE's body to where it is read changes no other CTE's reads."""
     with_ = tree.args.get("with_")
     ctes = list(with_.expressions) if with_ else []
+    if len(ctes) <= MARIADB_WITH_ELEMENTS:
+        return tree
+    reads: dict[str, list[exp.Table]] = {}
+    for table in nodes(tree, exp.Table):
+        if not table.db:
+            reads.setdefault(table.name, []).append(table)
     while len(ctes) > MARIADB_WITH_ELEMENTS:
-        for cte in reversed(ctes):
-            reads = [t for t in nodes(tree, exp.Table) if t.name == cte.alias and not t.db]
-            if len(reads) == 1:
-                break
-        else:
+        cte = next((cte for cte in reversed(ctes) if len(reads.get(cte.alias, ())) == 1), None)
+        if cte is None:
             raise RecsqlError(f"the query has {len(ctes)} CTEs, more than MariaDB's {MARIADB_WITH_ELEMENTS}, and "
                               "none read once to inline; ask for fewer metrics or tests at a time")
-        read = reads[0]
-        read.replace(exp.Subquery(this=cte.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(read.alias or cte.alias))))
         ctes.remove(cte)
         with_.set("expressions", ctes)
+        (read,) = reads.pop(cte.alias)
+        read.replace(exp.Subquery(this=cte.this, alias=exp.TableAlias(this=exp.to_identifier(read.alias or cte.alias))))
     return tree
 
 

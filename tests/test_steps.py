@@ -1,27 +1,31 @@
 """A statement run in steps (recsql/engines/steps.py), on the engines that run compare's recomputing statement
-so (Spark, ClickHouse, DataFusion): the same rows as the statement run whole, every step a temporary table of the session
+so (Spark, ClickHouse, DataFusion, MariaDB): the same rows as the statement run whole, every step a temporary table of the session
 that shadows no name of the user's, and none left behind, also after a failure. compare's own numbers there:
 tests/test_compare.py and tests/test_compare_weighted.py (every engine)."""
 from __future__ import annotations
 
 from contextlib import ExitStack
 
+import numpy as np
 import pandas as pd
 import pytest
+from sqlglot import exp
 
+import recsql
+from recsql.dialects import dialect
 from recsql.engines import runner_for
 from recsql.engines.steps import fetch_in_steps, split
 from recsql.errors import RecsqlError
 from support.engines import start
 
-STEPPED = ("spark", "clickhouse", "datafusion")
+STEPPED = ("spark", "clickhouse", "datafusion", "mysql")  # mysql: the tests' MariaDB
 
 # CTEs read twice, by qualified columns, through a UNION, a LEFT JOIN whose unmatched rows must be NULL (ClickHouse:
 # the top-level SETTINGS must reach the step), and a CTE named like a table of the user's (``base``)
 STATEMENT = """WITH base AS (SELECT n FROM numbers_in), twice AS (SELECT b.n, b.n * 2 AS m FROM base AS b UNION ALL
 SELECT n, n AS m FROM base), joined AS (SELECT t.n, base.n AS k FROM twice AS t LEFT JOIN base ON t.m = base.n)
 SELECT joined.n, joined.k FROM joined ORDER BY joined.n, joined.k{settings}"""
-SETTINGS = {"clickhouse": " SETTINGS join_use_nulls = 1", "spark": "", "datafusion": ""}
+SETTINGS = {"clickhouse": " SETTINGS join_use_nulls = 1", "spark": "", "datafusion": "", "mysql": ""}
 
 
 def _rows(frame) -> list[tuple]:
@@ -40,12 +44,34 @@ def test_a_statement_in_steps_gives_its_rows_and_leaves_the_session_as_it_was(na
         statement = STATEMENT.format(settings=SETTINGS[name])
         with runner_for(engine.con) as runner:
             assert runner.in_steps
+            made = _recorded(runner)
             whole, stepped = _rows(runner.fetch(statement)), _rows(fetch_in_steps(runner, statement))
         # by hand: twice = (n, 2n) and (n, n) for n in 0..3; k is the n equal to m, NULL where m > 3
         assert whole == stepped == [(0, 0), (0, 0), (1, 1), (1, 2), (2, 2), (2, None), (3, 3), (3, None)]
-        assert engine.tables() == before
+        assert engine.tables() == before and len(made) == 1  # base, read three times (twice in twice, once in joined)
         with runner_for(engine.con) as runner:
             assert _rows(runner.fetch("SELECT x FROM base")) == [(7,)]
+            _gone(runner, made)
+
+
+def _gone(runner, tables: list[str]) -> None:
+    """Each of ``tables`` is gone: reading it fails (temporary ones too: MariaDB 10.11 lists none in
+    information_schema)."""
+    for table in tables:
+        with pytest.raises(RecsqlError, match="the evaluation query failed"):
+            runner.fetch(f"SELECT * FROM {exp.to_identifier(table, quoted=True).sql(dialect(runner.dialect).sqlglot)}")
+
+
+def _recorded(runner) -> list[str]:
+    """The names of the tables ``runner`` makes from now on (its own ``materialize``, called and recorded)."""
+    made: list[str] = []
+    materialize = runner.materialize
+
+    def recording(name: str, sql: str) -> None:
+        materialize(name, sql)
+        made.append(name)
+    runner.materialize = recording
+    return made
 
 
 @pytest.mark.parametrize("name", STEPPED)
@@ -56,8 +82,12 @@ def test_a_failing_step_leaves_no_table_behind(name):
         before = engine.tables()
         statement = ("WITH a AS (SELECT n FROM numbers_in), b AS (SELECT no_such_column FROM a UNION ALL SELECT n FROM a) "
                      "SELECT * FROM b")  # a, read twice, is a step made before b fails
-        with runner_for(engine.con) as runner, pytest.raises(RecsqlError, match="the evaluation query failed"):
-            fetch_in_steps(runner, statement)
+        with runner_for(engine.con) as runner:
+            made = _recorded(runner)
+            with pytest.raises(RecsqlError, match="the evaluation query failed"):
+                fetch_in_steps(runner, statement)
+            assert len(made) == 1
+            _gone(runner, made)
         assert engine.tables() == before
 
 
@@ -67,3 +97,32 @@ def test_a_cte_read_twice_is_a_step_read_under_its_name_and_one_read_once_stays_
     assert steps == [("__recsql_t_0", "SELECT 1 AS x")]
     assert final == ('WITH b AS (SELECT a.x FROM "__recsql_t_0" AS a JOIN "__recsql_t_0" AS a2 ON a.x = a2.x) '
                      "SELECT b.x FROM b")
+
+
+def test_compare_in_steps_on_mariadb_reads_the_users_open_transaction_and_leaves_it_open():
+    """compare's recomputing statement, in steps on MariaDB (temporary tables, made and dropped inside the user's
+    transaction): reads the rows the open transaction changed, and leaves the transaction open with its change;
+    the numbers are DuckDB's over the same rows."""
+    rng = np.random.default_rng(3)
+    recs = pd.DataFrame([(m, u, i, float(rng.random())) for m in ("A", "B") for u in range(6) for i in range(5)],
+                        columns=["model", "user_id", "item_id", "score"])
+    truth = pd.DataFrame([(u, i) for u in range(6) for i in range(5) if (u + i) % 3 == 0], columns=["user_id", "item_id"])
+    metrics, options = ["exposure_gini@2", "ndcg@2"], dict(run_cols="model", resamples=8, seed=2)
+    with ExitStack() as stack:
+        engine = start("mysql", stack)
+        engine.load(recs, name="recs")
+        engine.load(truth, name="truth")
+        engine.begin()
+        engine.execute_uncommitted("UPDATE recs SET score = 1 - score")
+        with runner_for(engine.con) as runner:
+            assert runner.in_steps
+        got = recsql.compare("recs", "truth", metrics, con=engine.con, **options)
+        assert engine.in_transaction()
+        flipped = recs.assign(score=1 - recs["score"])
+        want = recsql.compare(flipped, truth, metrics, **options)
+        assert got.runs["mean"].tolist() == pytest.approx(want.runs["mean"].tolist(), abs=1e-12)
+        assert got.tests["ci_low"].tolist() == pytest.approx(want.tests["ci_low"].tolist(), abs=1e-12, nan_ok=True)
+        assert want.runs["mean"].tolist() != pytest.approx(recsql.compare(recs, truth, metrics, **options).runs["mean"].tolist())
+        engine.con.rollback()
+        again = recsql.compare("recs", "truth", metrics, con=engine.con, **options)
+        assert again.runs["mean"].tolist() == pytest.approx(recsql.compare(recs, truth, metrics, **options).runs["mean"].tolist(), abs=1e-12)

@@ -45,6 +45,24 @@ class MySQLRunner(DBAPIRunner):
         with self.settings_applied():
             return super().fetch(sql)
 
+    @property
+    def in_steps(self) -> bool:  # type: ignore[override]
+        """On MariaDB, which plans a CTE anew at each read (MySQL 8 cannot read a temporary table twice in one
+        statement: "Can't reopen table")."""
+        return self._mariadb
+
+    def materialize(self, name: str, sql: str) -> None:
+        """A ``TEMPORARY`` table of the session, Aria (not transactional, so recsql's rollback of its statements
+        keeps its rows)."""
+        try:
+            with self.settings_applied():
+                self._execute(f"CREATE TEMPORARY TABLE `{name}` ENGINE = Aria AS {sql}")
+        except Exception as err:  # noqa: BLE001
+            raise self.failed(err) from None
+
+    def release(self, name: str) -> None:
+        self._execute(f"DROP TEMPORARY TABLE IF EXISTS `{name}`")
+
     @cached_property
     def _mariadb(self) -> bool:
         with self.con.cursor() as cursor:

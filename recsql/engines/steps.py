@@ -1,18 +1,19 @@
 """A statement run in steps: each CTE of its top-level ``WITH`` that is read more than once made a table of the
 session first, in order, then the final ``SELECT`` over those tables (:func:`fetch_in_steps`).
 
-Spark, ClickHouse and DataFusion inline a CTE wherever it is read. ``recsql.compare``'s statement for the global
-metrics and the off-policy estimators recomputed per resample (:mod:`recsql.comparison_weighted`) has about a
-hundred CTEs, many read by several others, so its inlined tree grows with every level: Spark's analyser ran out
-of a gigabyte of Java heap on 2 runs of 5 users, ClickHouse analysed it for a minute, DataFusion planned 3 runs
-of 9 users for two minutes. Each step alone is small.
+Spark, ClickHouse, DataFusion and MariaDB inline (or compute) a CTE wherever it is read. ``recsql.compare``'s
+statement for the global metrics and the off-policy estimators recomputed per resample
+(:mod:`recsql.comparison_weighted`) has about a hundred CTEs, many read by several others, so its inlined tree
+grows with every level: Spark's analyser ran out of a gigabyte of Java heap on 2 runs of 5 users, ClickHouse
+analysed it for a minute, DataFusion planned 3 runs of 9 users for two minutes, MariaDB ran them for one. Each
+step alone is small.
 
 A CTE read once stays a CTE of the step that reads it (it is computed once either way). The tables are the
 session's own and temporary (Spark: a temporary view of a local checkpoint, which cuts the step's lineage;
-ClickHouse: a ``TEMPORARY`` table; DataFusion: a view of the rows collected in memory), named
-``__recsql_<random>_<n>``, so no name of the user's is shadowed or overwritten, and each is dropped afterwards,
-also after a failure. A reference to a CTE is renamed to its step's table, aliased as the CTE was named, so the
-statement's qualified columns still read it.
+ClickHouse: a ``TEMPORARY`` table; DataFusion: a view of the rows collected in memory; MariaDB: a ``TEMPORARY``
+Aria table), named ``__recsql_<random>_<n>``, so no name of the user's is shadowed or overwritten, and each is
+dropped afterwards, also after a failure. A reference to a CTE is renamed to its step's table, aliased as the
+CTE was named, so the statement's qualified columns still read it.
 The statement's top-level ``SETTINGS`` (ClickHouse's ``join_use_nulls = 1``) are given to each step.
 """
 from __future__ import annotations
