@@ -6,8 +6,6 @@ whose impressions are repeated their context's weight times) with weights and si
 Python twin of the SQL mixer (its equality to the README's formula is tested in tests/test_compare.py)."""
 from __future__ import annotations
 
-import math
-
 import duckdb
 import numpy as np
 import pandas as pd
@@ -18,8 +16,8 @@ from hypothesis import strategies as st
 
 import recsql
 from recsql.dialects import render
-from recsql.resampling import draws, poisson_thresholds
 from support.reference_logs import estimate
+from test_compare_weighted import same_runs_and_pair, weights_and_signs
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore::RuntimeWarning")
 
@@ -34,14 +32,6 @@ METRICS = [("ips", "ips", {}), ("ips(cap=3)", "ips", {"cap": 3}), ("snips", "sni
            ("pbm_ips(examination=1 / rank, logging=ranking)", "pbm_ips", {"examination": "1 / rank",
                                                                          "logging": "ranking"})]
 SLATE_COLUMNS = dict(slate_propensity_col="slate_propensity", cascade_propensity_col="cascade_propensity")
-
-
-def weights_and_signs(n: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """w[b − 1, i − 1] and s[b − 1, i − 1] of resample b and user index i, from recsql.resampling.draws."""
-    u = draws(seed, "weights", resamples, n)
-    w = np.searchsorted(np.array(poisson_thresholds()), u, side="right")
-    s = 1 - 2 * (draws(seed, "flips", resamples, n) % 2)
-    return w, s
 
 
 @st.composite
@@ -194,41 +184,13 @@ def test_intervals_and_randomization_counts_are_the_references(data, seed):
                                 **SLATE_COLUMNS).summary
     ref = Reference(recs, logs, model)
     w, s = weights_and_signs(ref.n, resamples, seed)
-    ones = np.ones(ref.n, dtype=int)
-
-    def interval(values):
-        values = [v for v in values if v is not None]
-        return np.quantile(values, [0.05, 0.95]) if values else (math.nan, math.nan)
-
-    def same(a, b):
-        return (pd.isna(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= 1e-9 * max(1, abs(b)))
-
     for metric, name, options in METRICS:
-        values = {}
         for run in ("A", "B"):
-            row = result.runs[(result.runs["run"] == run) & (result.runs["metric"] == metric)].iloc[0]
-            values[run] = [ref.run(name, options, run, w[b]) for b in range(resamples)]
-            low, high = interval(values[run])
-            assert same(row["mean"], ref.run(name, options, run, ones)), (metric, run)
-            assert same(row["mean"], evaluated.loc[evaluated["model"] == run, metric].iloc[0]), (metric, run)
-            assert same(row["ci_low"], low) and same(row["ci_high"], high), (metric, run)
-            assert row["n_users"] == ref.contexts
-        row = result.tests[result.tests["metric"] == metric].iloc[0]
-        assert row["n"] == ref.contexts
-        observed_b, observed_a = ref.run(name, options, "B", ones), ref.run(name, options, "A", ones)
-        if observed_a is None or observed_b is None:
-            assert pd.isna(row["mean_diff"]) and pd.isna(row["p_randomization"])
-            continue
-        diffs = [None if a is None or z is None else a - z for a, z in zip(values["B"], values["A"])]
-        low, high = interval(diffs)
-        assert same(row["mean_diff"], observed_b - observed_a)
-        assert same(row["ci_low"], low) and same(row["ci_high"], high), metric
-        extreme = 0
-        for b in range(resamples):
-            one, two = ref.sides(name, options, s[b])
-            if one is not None and two is not None:
-                extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
-        assert row["p_randomization"] == (1 + extreme) / (resamples + 1), metric
+            got = result.runs[(result.runs["run"] == run) & (result.runs["metric"] == metric)]["mean"].iloc[0]
+            want = evaluated.loc[evaluated["model"] == run, metric].iloc[0]
+            assert (pd.isna(got) and pd.isna(want)) or abs(got - want) <= 1e-9 * max(1, abs(want)), (metric, run)
+        same_runs_and_pair(result, ref, metric, (name, options), w, s, {"A": ref.contexts, "B": ref.contexts},
+                           ref.contexts, tolerance=lambda b: 1e-9 * max(1, abs(b)))
 
 
 def test_the_interval_of_ips_covers_the_true_value_at_about_its_nominal_rate():

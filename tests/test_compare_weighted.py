@@ -178,11 +178,13 @@ def same_statistics(got: pd.DataFrame, ref: Reference, k: int, resamples: int, s
     return checked
 
 
-def same_runs_and_pair(result, ref, metric: str, spec: tuple, w, s, n_users: dict, n: int) -> None:
+def same_runs_and_pair(result, ref, metric: str, spec: tuple, w, s, n_users: dict, n: int,
+                       tolerance=lambda b: 1e-12) -> None:
     """compare's rows for ``metric`` (``spec``: the reference's name, options and k) at ci=0.9 are the reference's
     (``ref.run`` under each resample's weights ``w``, ``ref.sides`` under each draw's signs ``s``): each run's
     observed value, interval (numpy.quantile) and users (``n_users``), and B against A its users (``n``), mean
-    difference, interval and randomization p ((1 + extreme) / (B + 1))."""
+    difference, interval and randomization p ((1 + extreme) / (B + 1)); each number within ``tolerance(b)`` of the
+    reference's b."""
     resamples, ones = len(w), np.ones(len(w[0]), dtype=int)
 
     def interval(values):
@@ -190,7 +192,7 @@ def same_runs_and_pair(result, ref, metric: str, spec: tuple, w, s, n_users: dic
         return np.quantile(values, [0.05, 0.95]) if values else (math.nan, math.nan)
 
     def same(a, b):
-        return (pd.isna(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= 1e-12)
+        return (pd.isna(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= tolerance(b))
 
     values = {}
     for run in ("A", "B"):
