@@ -26,6 +26,7 @@ from typing import Sequence
 import sqlglot
 from sqlglot import exp
 
+from .comparison_samples import per_sample, sample_ctes
 from .compose import union_all
 from .compose.exposure import resampling_refusal, weighted_refusal, weighted_sums
 from .compose.expressions import metric_expression
@@ -66,7 +67,7 @@ def stat_expression(metrics: dict[int, Metric]) -> exp.Expression:
 
 
 def list_ctes(found: dict[int, Metric], n_metrics: int, runs: list[str], lists: str, catalog: bool,
-              segmented: bool) -> list[exp.CTE]:
+              segmented: bool, sample: str | None = None) -> list[exp.CTE]:
     """``cmp_lists(run, user_idx, lists, item_id, in_catalog)``: the top k of every user of ``cmp_keyed``
     (its ``cmp_user`` column) for each cutoff of the global metrics, read from ``lists`` (the ranked
     stage's list rows: run columns ``runs``, user_id, item_id, rank); ``cmp_global_metrics(metric,
@@ -74,7 +75,8 @@ def list_ctes(found: dict[int, Metric], n_metrics: int, runs: list[str], lists: 
     (slot: the keys of ``found``) and the catalog's size. The global metrics with the same cutoff read
     the same lists, counted once. ``catalog``: the statement has ``catalog_items`` / ``catalog_size``;
     ``segmented``: metric ids are segment·M + metric and list ids segment·K + cutoff's index
-    (``cmp_segments``)."""
+    (``cmp_segments``); ``sample``: the list rows' sample key of a sampled run, whose each set of lists is one
+    per sample, id lists·S + sample (recsql/comparison_samples.py)."""
     cuts = list(dict.fromkeys(int(m.k) for m in found.values()))
     ks = union_all([exp.select(exp.alias_(bigint(i), "metric"), exp.alias_(bigint(cuts.index(int(m.k))), "lists"))
                     for i, m in found.items()])
@@ -88,21 +90,28 @@ def list_ctes(found: dict[int, Metric], n_metrics: int, runs: list[str], lists: 
     def within(segment: exp.Expression, count: int, column: exp.Expression) -> exp.Expression:
         return exp.Add(this=exp.Mul(this=segment, expression=bigint(count)), expression=column)
 
+    def of_sample(lists_id: exp.Expression) -> exp.Expression:  # a sampled run's set of lists: one per sample
+        return per_sample(lists_id) if sample else lists_id
+
     rows = exp.select(exp.alias_(exp.column("run", "p"), "run"), exp.alias_(exp.column("user_idx", "p"), "user_idx"),
-                      exp.alias_(within(exp.column("segment", "p"), len(cuts), exp.column("lists", "g")), "lists"),
+                      exp.alias_(of_sample(within(exp.column("segment", "p"), len(cuts), exp.column("lists", "g"))),
+                                 "lists"),
                       exp.alias_(exp.column("item_id", "l"), "item_id"),
                       exp.alias_(exp.cast(in_catalog, "BIGINT"), "in_catalog")) \
         .from_(exp.alias_(exp.to_table(lists), "l")) \
         .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on) \
         .join(exp.alias_(exp.to_table("cmp_global_cuts"), "g"), on=exp.column("rank", "l") <= exp.column("k", "g")) \
         .where(exp.column("segment", "p") >= 0)
+    if sample:
+        rows = rows.join(exp.alias_(exp.to_table("cmp_global_samples"), "q"),
+                         on=exp.column(sample, "l").eq(exp.column("sample", "q")))
     if catalog:
         rows = rows.join(exp.alias_(exp.to_table("catalog_items"), "c"), join_type="left",
                          on=exp.column("item_id", "l").eq(exp.column("item_id", "c")))
     size = exp.column("n_catalog", "z") if catalog else bigint(0)
     segment = exp.column("segment", "s") if segmented else bigint(0)
     metrics = exp.select(exp.alias_(within(segment, n_metrics, exp.column("metric", "g")), "metric"),
-                         exp.alias_(within(segment.copy(), len(cuts), exp.column("lists", "g")), "lists"),
+                         exp.alias_(of_sample(within(segment.copy(), len(cuts), exp.column("lists", "g"))), "lists"),
                          exp.alias_(exp.column("metric", "g"), "slot"),
                          exp.alias_(exp.cast(size, "BIGINT"), "n_catalog")) \
         .from_(exp.alias_(exp.to_table("cmp_global_ks"), "g"))
@@ -110,7 +119,9 @@ def list_ctes(found: dict[int, Metric], n_metrics: int, runs: list[str], lists: 
         metrics = metrics.join(exp.alias_(exp.to_table("cmp_segments"), "s"), join_type="cross")
     if catalog:
         metrics = metrics.join(exp.alias_(exp.to_table("catalog_size"), "z"), join_type="cross")
-    return [exp.CTE(this=ks, alias=exp.to_identifier("cmp_global_ks")),
+    if sample:
+        metrics = metrics.join(exp.alias_(exp.to_table("cmp_global_samples"), "q"), join_type="cross")
+    return [*(sample_ctes(lists, sample) if sample else []), exp.CTE(this=ks, alias=exp.to_identifier("cmp_global_ks")),
             exp.CTE(this=cut_rows, alias=exp.to_identifier("cmp_global_cuts")),
             exp.CTE(this=rows, alias=exp.to_identifier("cmp_lists")),
             exp.CTE(this=metrics, alias=exp.to_identifier("cmp_global_metrics"))]
@@ -120,14 +131,17 @@ def _null(kind: str) -> exp.Expression:
     return exp.cast(exp.null(), kind)
 
 
-def stats_ctes(counted: bool, weighted: bool, logged: bool = False) -> list[exp.CTE]:
+def stats_ctes(counted: bool, weighted: bool, logged: bool = False, sampled: bool = False) -> list[exp.CTE]:
     """``cmp_global_group_stats`` and ``cmp_global_pair_users``, read by ``sql/_compare_global_tests.sql``:
     the values of the global metrics counted from exposure (``cmp_global_counted``, ``counted``), of
     those recomputed over weighted lists (``cmp_global_weighted``, ``weighted``) and of the off-policy
-    estimators recomputed over resampled logs (``cmp_global_logged``, ``logged``), together."""
+    estimators recomputed over resampled logs (``cmp_global_logged``, ``logged``), together; of a sampled run
+    (``sampled``) the counted metrics' means over the samples (``cmp_global_counted_means``)."""
     unit = ["run", "baseline", "metric"]
     kinds = (("counted", counted), ("weighted", weighted), ("logged", logged))
-    stats = [exp.select(*unit, "resample", "side", "stat", "w1").from_(f"cmp_global_{kind}") for kind, kept in kinds if kept]
+    source = {"counted": "cmp_global_counted_means"} if sampled else {}
+    stats = [exp.select(*unit, "resample", "side", "stat", "w1").from_(source.get(kind, f"cmp_global_{kind}"))
+             for kind, kept in kinds if kept]
     users = [exp.select(*unit, "n").from_(f"cmp_global_{kind}_users") for kind, kept in kinds if kept]
     return [exp.CTE(this=union_all(stats), alias=exp.to_identifier("cmp_global_group_stats")),
             exp.CTE(this=union_all(users), alias=exp.to_identifier("cmp_global_pair_users"))]

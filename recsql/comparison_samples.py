@@ -15,8 +15,19 @@ is evaluate's value. The sample is one more run key of the weighted evaluation (
 Cite: the bootstrap of a statistic of the resampled users, Efron & Tibshirani 1993, ch. 6; expected metrics
 over a stochastic ranker's samples, Diaz et al., CIKM 2020.
 
-The global metrics compare counts from item exposure (coverage, gini, personalization: recsql/comparison_global.py)
-are not computed per sample yet: refused for a sampled run (:func:`refuse_counted`), naming the metric.
+The global metrics compare counts from item exposure (coverage, gini, personalization: recsql/comparison_global.py,
+``sql/_compare_global.sql``) take the same mean, with the sample one more key of their lists: each sample of the
+list rows is numbered 0..S−1 (:func:`sample_ctes`, ``cmp_global_samples``) and a set of lists of one cutoff (within
+one segment) becomes one per sample, ``lists·S + sample`` (in ``cmp_lists`` and ``cmp_global_metrics``), so the
+counts, the exposure sums and the metric's value come out per (run, sample, resample, side) by the template as it
+is; :func:`counted_ctes` then averages each draw's values over the samples (``cmp_global_counted_means``):
+
+    stat(run, resample b, side) = (1 / |S_b|) · Σ_{j ∈ S_b} metric(C_i, D_i, W, W2 of sample j under w_b)
+
+A sample's users are its users with a list in that sample (W, W2, the U of personalization's U(U − 1)), as in
+evaluate, which computes each sample's value as that of a run made of the sample's lists; the catalog and its size
+are the run's, the same for every sample. The ``n`` compare reports is the run's users with a list in any sample
+(a pair: in either run), as for the metrics recomputed over weighted lists.
 
 >>> over_samples(exp.select("_run0 AS cmp_key", "x").from_("t"), ["cmp_key"], ["_run1"]).sql()
 'SELECT _run0 AS cmp_key, AVG(x) AS x FROM t GROUP BY _run0'
@@ -25,11 +36,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
 from .compose.plan import internal_runs, staged
-from .errors import RecsqlError
-from .metrics import Metric
 
 SAMPLE_COL = "cmp_sample"  # the weighted lists' sample key (sql/_compare_weighted.sql's cmp_wrecs)
 
@@ -58,15 +68,43 @@ def over_samples(select: exp.Select, keys: list[str], samples: list[str]) -> exp
     return select.group_by(*grouped)
 
 
-def refuse_counted(plan: Any, metrics: list[Metric], counted: list[int]) -> None:
-    """A global metric counted from item exposure (positions ``counted`` of ``metrics``) of a sampled run: refused,
-    naming the metric and what compare does compute."""
-    if plan.sample_col is None or not counted:
-        return
-    first = metrics[min(counted)]
-    raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare resamples it "
-                      f"through each item's count of lists, which it does not do per sample yet (evaluate gives "
-                      f"its mean over the samples); with sample_col={plan.sample_col!r} compare resamples the "
-                      f"per-user metrics and the exposure, long-tail and popularity-bias global metrics "
-                      f"(exposure_gini, lt_coverage, pop_rsp, ...): compare those, or one sample (a filter of "
-                      f"recs) without sample_col", metric=str(first))
+def sample_ctes(lists: str, sample: str) -> list[exp.CTE]:
+    """``cmp_global_sample_values(sample)``: the samples of the list rows ``lists`` (their sample key ``sample``);
+    ``cmp_global_samples(sample, sample_no, n_samples)``: each numbered 0..S−1 in order, and S."""
+    values = exp.select(exp.alias_(exp.column(sample), "sample")).distinct().from_(lists)
+    number = exp.Sub(this=exp.Window(this=exp.Anonymous(this="DENSE_RANK"),
+                                     order=exp.Order(expressions=[exp.Ordered(this=exp.column("sample", "v"))])),
+                     expression=exp.Literal.number(1))
+    count = exp.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), "n_samples")) \
+        .from_("cmp_global_sample_values")
+    numbered = exp.select(exp.alias_(exp.column("sample", "v"), "sample"), exp.alias_(exp.cast(number, "BIGINT"), "sample_no"),
+                          exp.alias_(exp.column("n_samples", "c"), "n_samples")) \
+        .from_(exp.alias_(exp.to_table("cmp_global_sample_values"), "v")) \
+        .join(count.subquery("c"), join_type="cross")
+    return [exp.CTE(this=values, alias=exp.to_identifier("cmp_global_sample_values")),
+            exp.CTE(this=numbered, alias=exp.to_identifier("cmp_global_samples"))]
+
+
+def per_sample(lists: exp.Expression, alias: str = "q") -> exp.Expression:
+    """A set of lists' id ``lists`` within one sample (``alias``: the row of ``cmp_global_samples``):
+    ``lists·S + sample_no``."""
+    return exp.Add(this=exp.Mul(this=exp.Paren(this=lists), expression=exp.column("n_samples", alias)),
+                   expression=exp.column("sample_no", alias))
+
+
+def counted_ctes() -> list[exp.CTE]:
+    """``cmp_global_sample_users(run, metric, w1)``: a run's users with a list in any sample, per metric (its sets
+    of lists, one per sample); ``cmp_global_counted_means(run, baseline, metric, resample, side, stat, w1)``:
+    ``sql/_compare_global.sql``'s ``cmp_global_counted`` (one row per sample) averaged over the samples, AVG
+    skipping a sample whose value is undefined (a sample without a row in a draw is none of its runs), w1 the
+    run's users (read for a run's own value, side 3)."""
+    users = sqlglot.parse_one(
+        "SELECT l.run AS run, m.metric AS metric, CAST(COUNT(DISTINCT l.user_idx) AS BIGINT) AS w1 "
+        "FROM cmp_lists AS l JOIN cmp_global_metrics AS m ON l.lists = m.lists GROUP BY l.run, m.metric")
+    means = sqlglot.parse_one(
+        "SELECT c.run AS run, c.baseline AS baseline, c.metric AS metric, c.resample AS resample, c.side AS side, "
+        "AVG(c.stat) AS stat, CAST(MAX(u.w1) AS BIGINT) AS w1 FROM cmp_global_counted AS c "
+        "LEFT JOIN cmp_global_sample_users AS u ON c.run = u.run AND c.metric = u.metric "
+        "GROUP BY c.run, c.baseline, c.metric, c.resample, c.side")
+    return [exp.CTE(this=users, alias=exp.to_identifier("cmp_global_sample_users")),
+            exp.CTE(this=means, alias=exp.to_identifier("cmp_global_counted_means"))]

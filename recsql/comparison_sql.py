@@ -16,7 +16,7 @@ from sqlglot import exp
 from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
 from .comparison_logged import contexts_cte, logged, plan_for as logged_plan, positions_cte
-from .comparison_samples import refuse_counted, sample_key
+from .comparison_samples import sample_key
 from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable, with_policy
@@ -202,7 +202,7 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     counted = counted_kinds(values.global_kinds)
     if counted:
         after += list_ctes(counted, len(values.metrics), values.runs, values.lists, values.catalog,
-                           values.segments is not None)
+                           values.segments is not None, values.sample)
     return [*segment_ctes, _cte("cmp_keyed", keyed), positions_cte(range(len(values.metrics)), "cmp_metrics"), _cte("cmp_values", present),
             _cte("cmp_slots", slots), _cte("cmp_runs", runs), *contexts, _cte("cmp_users", users),
             _cte("cmp_baselines", baselines),
@@ -339,7 +339,6 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     plan = with_policy(plan, metrics)  # target=positions: the resampled lists keep their positions
     kinds_global = global_metrics(metrics)
     recomputed, estimators = weighted(kinds_global), logged(kinds_global)
-    refuse_counted(plan, metrics, list(counted_kinds(kinds_global)))  # the others of a sampled run: comparison_samples
     refuse_unsupported(metrics, sorted(recomputed + estimators), segments is not None, plan.truth_has_runs)
     if estimators and plan.logs_run_cols:
         first = metrics[estimators[0]]

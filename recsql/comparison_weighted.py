@@ -38,7 +38,7 @@ from sqlglot import exp
 from .comparison_global import stat_expression, stats_ctes
 from .comparison_logged import global_ctes as logged_ctes
 from .comparison_logged import logged, positions_cte
-from .comparison_samples import over_samples, sample_cols
+from .comparison_samples import counted_ctes, over_samples, sample_cols
 from .compose import compose, metric_columns
 from .compose.exposure import resampling_refusal
 from .compose.plan import Plan, internal_runs
@@ -192,6 +192,7 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
         ctes = [c for c in ctes if c.alias not in ("cmp_unit_segments", "cmp_global_units")]
     if counted:
         ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
+        ctes += counted_ctes() if values.sample else []  # a sampled run's: the means over its samples
     if recomputed:
         truth_per_run = values.weighted_plan.truth_has_runs  # each list judged by its run's truth: cmp_wtruth
         ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog, truth_per_run,
@@ -202,5 +203,5 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
         ctes += template(WEIGHTED_STATS_TEMPLATE, parameters, tuple(recomputed))
     if estimators:
         ctes += logged_ctes(values, parameters, template, evaluation_ctes)
-    return [*ctes, *stats_ctes(bool(counted), bool(recomputed), bool(estimators)),
+    return [*ctes, *stats_ctes(bool(counted), bool(recomputed), bool(estimators), bool(values.sample)),
             *template(GLOBAL_TESTS_TEMPLATE, parameters)]

@@ -154,15 +154,15 @@ def test_each_resampled_statistic_is_the_metric_over_the_drawn_weights_and_swapp
     assert same_statistics(got, Reference(recs, truth, interactions, items), k, resamples, seed) > 0
 
 
-def same_statistics(got: pd.DataFrame, ref: Reference, k: int, resamples: int, seed: int) -> int:
-    """Assert each statistic of ``got`` (statistics()'s rows, every metric of METRICS) is the reference's, to 1e-12;
-    the number of defined values of the runs' resamples checked."""
+def same_statistics(got: pd.DataFrame, ref: Reference, k: int, resamples: int, seed: int, metrics=METRICS) -> int:
+    """Assert each statistic of ``got`` (statistics()'s rows, every metric of ``metrics``, (name, options) at metric
+    ids 0..) is the reference's, to 1e-12; the number of defined values of the runs' resamples checked."""
     w, s = weights_and_signs(ref.n, resamples, seed)
     ones = np.ones(ref.n, dtype=int)
     stats = {(int(r.run), int(r.baseline), int(r.metric), int(r.resample), int(r.side)): r.stat
              for r in got.itertuples() if not pd.isna(r.stat)}
     checked = 0
-    for m, (name, options) in enumerate(METRICS):
+    for m, (name, options) in enumerate(metrics):
         for run_index, run in ((1, "A"), (2, "B")):
             for b in range(resamples + 1):
                 want = ref.run(name, options, k, run, ones if b == 0 else w[b - 1])

@@ -160,14 +160,17 @@ def test_a_global_metric_of_a_sampled_run_is_its_mean_over_the_samples(run, metr
             assert got[run_key] == pytest.approx(sum(defined) / len(defined), rel=1e-12, abs=1e-12)
 
 
-def test_compare_refuses_a_sampled_runs_global_metric_counted_from_item_exposure():
-    """compare resamples a sampled run's global metrics that it recomputes over weighted lists (tests/
-    test_compare_sampled.py); those it counts from item exposure (coverage, gini, personalization) are refused."""
-    with pytest.raises(RecsqlError, match=re.escape("compare: metric 'coverage@3' is global (one number per run) and "
-                                                    "compare resamples it through each item's count of lists, which "
-                                                    "it does not do per sample yet")):
-        recsql.compare(SAMPLES.assign(model="A"), RELEVANT, ["ndcg@3", "exposure_gini@3", "coverage@3"],
-                       run_cols="model", sample_col="sample")
+def test_compare_gives_a_sampled_runs_global_metric_counted_from_item_exposure_as_evaluate():
+    """compare of a sampled run's coverage, gini and personalization (counted from item exposure per sample:
+    tests/test_compare_sampled.py) observes evaluate's mean over the samples."""
+    asked = ["ndcg@3", "exposure_gini@3", "coverage@3", "gini@3", "personalization@3"]
+    recs = pd.concat([SAMPLES.assign(model="A"), SAMPLES.assign(model="B", score=-SAMPLES["score"]),
+                      SAMPLES.assign(model="A", user_id=2), SAMPLES.assign(model="B", user_id=2)])
+    runs = recsql.compare(recs, RELEVANT, asked, run_cols="model", sample_col="sample", resamples=10).runs
+    summary = recsql.evaluate(recs, RELEVANT, asked, run_cols="model", sample_col="sample").summary.set_index("model")
+    for row in runs[runs["metric"].isin(asked[2:])].itertuples():
+        assert row.mean == pytest.approx(summary.loc[row.run, row.metric], rel=1e-12, abs=1e-12), row
+    assert len(runs[runs["metric"].isin(asked[2:])]) == 6
 
 
 def test_compare_pairs_the_users_expected_values():
