@@ -32,18 +32,16 @@
 --   lists), decoded after (exact on every engine while the keys stay below 2^53, which is unchecked: the largest,
 --   pair·items·($resamples + 1), is 5·10^13 for 10^6 items, 100 runs compared as every pair and 10,000
 --   resamples); grouping on one column is about twice as fast as on three. The item's lists, in_catalog and
---   user_row, packed in one integer attr = (lists·2 + in_catalog)·2 + user_row, and the constants items and
---   runs follow from the cell; they are MAX()es, not grouped on (DuckDB 2.0.1: the grouping took 2.1 s of CPU
---   so, 3.5 s with the four as keys).
+--   user_row, and the constants items and runs, follow from the cell, so they are grouped on too, which is
+--   cheaper than aggregating them.
 --   A run's own counts are its bootstrap (side 3: C and D, resample 0 the observed value). For resamples b > 0
 --   each pair (cmp_global_pair_units) takes, per item, the count each of its runs gives side 1 (the pair's run:
 --   P; its baseline: N − P) and their N, summed over the two runs into side 1's count and the total, side 2's
 --   count being the total minus side 1's (weights 1, so D = C); this grouping is on one integer too,
---   (pair·items + item)·($resamples + 1) + resample (run, baseline and attr MAX()es). A pair's observed and bootstrap values (sides 3 and 4) are
+--   (pair·items + item)·($resamples + 1) + resample. A pair's observed and bootstrap values (sides 3 and 4) are
 --   its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
---   is summed per level of C (grouped on run, baseline, C and one integer for the rest, decoded after:
---   level_key = ((lists·($resamples + 1) + resample)·4 + side)·4 + in_catalog·2 + user_row): the n items
---   with C = c after `below` items with a smaller C hold the ranks below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
+--   is summed per level of C: the n items with C = c after `below` items with a smaller C hold the ranks
+--   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 --   The global metrics with one cutoff (`lists`, within a segment) share their counts. MariaDB computes two
 --   windows of different partitions in one SELECT wrongly, so cmp_global_rows numbers items in a subquery.
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; weighted U-statistics (pairs weighted w_u·w_v, u ≠ v):
@@ -62,8 +60,7 @@ cmp_global_rows AS (
     SELECT r.run AS run, r.lists AS lists, r.user_idx AS user_idx, k.user_row AS user_row,
         CAST(CASE WHEN k.user_row = 1 THEN 0 ELSE r.in_catalog END AS BIGINT) AS in_catalog,
         CAST(CASE WHEN k.user_row = 1 THEN r.items + r.lists ELSE r.item END AS BIGINT) AS item,
-        CAST(r.items + r.groups AS BIGINT) AS items, r.runs AS runs,
-        CAST((r.lists * 2 + CASE WHEN k.user_row = 1 THEN 0 ELSE r.in_catalog END) * 2 + k.user_row AS BIGINT) AS attr
+        CAST(r.items + r.groups AS BIGINT) AS items, r.runs AS runs
     FROM (
         SELECT run, lists, user_idx, in_catalog, item, items, groups, runs,
             CASE WHEN ROW_NUMBER() OVER (PARTITION BY run, lists, user_idx ORDER BY item) = 1 THEN 1 ELSE 0 END AS opens
@@ -88,66 +85,59 @@ cmp_global_draws AS (
 ),
 cmp_global_cells AS (
     SELECT CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT) AS cell,
-        CAST(MAX(r.items) AS BIGINT) AS items, CAST(MAX(r.runs) AS BIGINT) AS runs, CAST(MAX(r.attr) AS BIGINT) AS attr,
+        r.items AS items, r.runs AS runs, r.lists AS lists, r.in_catalog AS in_catalog, r.user_row AS user_row,
         CAST(COUNT(*) AS BIGINT) AS n, CAST(SUM(d.w) AS BIGINT) AS c, CAST(SUM(d.w * d.w) AS BIGINT) AS d,
         CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus
     FROM cmp_global_rows AS r
     JOIN cmp_global_draws AS d ON r.user_idx = d.user_idx
-    GROUP BY CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT)
+    GROUP BY CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT), r.items, r.runs, r.lists,
+        r.in_catalog, r.user_row
 ),
 cmp_global_drawn AS (
     SELECT x.resample AS resample, x.rest % x.runs AS run, CAST((x.rest - x.rest % x.runs) / x.runs AS BIGINT) AS item,
-        x.items AS items, x.attr AS attr, x.n AS n, x.c AS c, x.d AS d, x.plus AS plus
+        x.items AS items, x.lists AS lists, x.in_catalog AS in_catalog, x.user_row AS user_row, x.n AS n, x.c AS c,
+        x.d AS d, x.plus AS plus
     FROM (
         SELECT cell % ($resamples + 1) AS resample,
             CAST((cell - cell % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS rest,
-            items, runs, attr, n, c, d, plus
+            items, runs, lists, in_catalog, user_row, n, c, d, plus
         FROM cmp_global_cells
     ) AS x
 ),
 cmp_global_share_cells AS (
     SELECT CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT) AS cell,
-        CAST(MAX(o.run) AS BIGINT) AS run, CAST(MAX(o.baseline) AS BIGINT) AS baseline,
-        CAST(MAX(g.attr) AS BIGINT) AS attr,
+        o.run AS run, o.baseline AS baseline, g.lists AS lists, g.in_catalog AS in_catalog, g.user_row AS user_row,
         CAST(SUM(CASE WHEN o.role = 1 THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS side1,
         CAST(SUM(g.n) AS BIGINT) AS total
     FROM cmp_global_drawn AS g
     JOIN cmp_global_owners AS o ON g.run = o.owner
     WHERE g.resample > 0
-    GROUP BY CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT)
+    GROUP BY CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT), o.run, o.baseline, g.lists,
+        g.in_catalog, g.user_row
 ),
 cmp_global_counts AS (
-    SELECT run, CAST(0 AS BIGINT) AS baseline,
-        CAST((CAST((attr - attr % 4) / 4 AS BIGINT) * ($resamples + 1) + resample) * 16 + 12 + attr % 4 AS BIGINT)
-            AS level_key, c, d
+    SELECT run, CAST(0 AS BIGINT) AS baseline, lists, resample, 3 AS side, in_catalog, user_row, c, d
     FROM cmp_global_drawn
     UNION ALL
-    SELECT x.run AS run, x.baseline AS baseline,
-        CAST((CAST((x.attr - x.attr % 4) / 4 AS BIGINT) * ($resamples + 1) + x.cell % ($resamples + 1)) * 16 + 4 * k.side
-            + x.attr % 4 AS BIGINT) AS level_key,
+    SELECT x.run AS run, x.baseline AS baseline, x.lists AS lists, x.cell % ($resamples + 1) AS resample,
+        k.side AS side, x.in_catalog AS in_catalog, x.user_row AS user_row,
         CASE WHEN k.side = 1 THEN x.side1 ELSE x.total - x.side1 END AS c,
         CASE WHEN k.side = 1 THEN x.side1 ELSE x.total - x.side1 END AS d
     FROM cmp_global_share_cells AS x
     CROSS JOIN (SELECT 1 AS side UNION ALL SELECT 2 AS side) AS k
 ),
 cmp_global_levels AS (
-    SELECT run, baseline, level_key, c, CAST(COUNT(*) AS BIGINT) AS n, CAST(SUM(d) AS BIGINT) AS d
+    SELECT run, baseline, lists, resample, side, in_catalog, user_row, c,
+        CAST(COUNT(*) AS BIGINT) AS n, CAST(SUM(d) AS BIGINT) AS d
     FROM cmp_global_counts
     WHERE c > 0
-    GROUP BY run, baseline, level_key, c
+    GROUP BY run, baseline, lists, resample, side, in_catalog, user_row, c
 ),
 cmp_global_ranked AS (
-    SELECT x.run AS run, x.baseline AS baseline,
-        CAST((x.rest - x.rest % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS lists,
-        x.rest % ($resamples + 1) AS resample, CAST((x.level_key % 16 - x.level_key % 4) / 4 AS BIGINT) AS side,
-        CAST((x.level_key % 4 - x.level_key % 2) / 2 AS BIGINT) AS in_catalog, x.level_key % 2 AS user_row,
-        x.c AS c, x.n AS n, x.d AS d, x.below AS below
-    FROM (
-        SELECT run, baseline, level_key, CAST((level_key - level_key % 16) / 16 AS BIGINT) AS rest, c, n, d,
-            CAST(SUM(n) OVER (PARTITION BY run, baseline, level_key ORDER BY c
-                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - n AS BIGINT) AS below
-        FROM cmp_global_levels
-    ) AS x
+    SELECT run, baseline, lists, resample, side, in_catalog, user_row, c, n, d,
+        CAST(SUM(n) OVER (PARTITION BY run, baseline, lists, resample, side, in_catalog, user_row ORDER BY c
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - n AS BIGINT) AS below
+    FROM cmp_global_levels
 ),
 cmp_global_sums AS (
     SELECT run, baseline, lists, resample, side,
