@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import sqlglot
 from sqlglot import exp
 
-from ..dialects import dialect
+from ..dialects import dialect as dialect_spec
 from ..errors import RecsqlError
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def split(sql: str, dialect: str, prefix: str) -> tuple[list[tuple[str, str]], s
 def fetch_in_steps(runner: "Runner", sql: str):
     """``sql``'s rows, its CTEs made the session's temporary tables one by one (:meth:`Runner.materialize`) and
     dropped afterwards (:meth:`Runner.release`), also after a failure."""
-    steps, final = split(sql, dialect(runner.dialect).sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}")
+    steps, final = split(sql, dialect_spec(runner.dialect).sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}")
     made: list[str] = []
     try:
         for name, body in steps:
