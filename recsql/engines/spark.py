@@ -17,6 +17,10 @@ class SparkRunner(Runner):
     name = "Spark SQL"
     dialect = "spark"
 
+    def __init__(self, con: Any) -> None:
+        super().__init__(con)
+        self._checkpoints: dict[str, Any] = {}  # each step's view -> the JVM RDD of its local checkpoint
+
     def bind_frame(self, role: str, frame: Any) -> Source:
         if not type(frame).__module__.startswith("pyspark"):
             return super().bind_frame(role, frame)
@@ -42,9 +46,16 @@ class SparkRunner(Runner):
             rows.select(*(rows[c].alias(c) for c in rows.columns)).createTempView(name)
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
+        self._checkpoints[name] = _checkpointed(rows)
 
     def release(self, name: str) -> None:
+        """Drop the view, then free its checkpoint's blocks. Dropping the view, or ``DataFrame.unpersist()``,
+        leaves them held by the session's executors (memory, then disk) until the JVM collects the RDD, which
+        a long notebook session may not do for half an hour; so the checkpoint's own RDD is unpersisted."""
         self.con.catalog.dropTempView(name)
+        rdd = self._checkpoints.pop(name, None)
+        if rdd is not None:
+            rdd.unpersist(False)
 
     def fetch(self, sql: str) -> pa.Table | pd.DataFrame:
         """The rows as Arrow where PySpark can (``DataFrame.toArrow``, PySpark 4): no row-by-row
@@ -55,3 +66,10 @@ class SparkRunner(Runner):
             return to_arrow() if to_arrow else frame.toPandas()
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
+
+
+def _checkpointed(rows: Any) -> Any:
+    """The JVM RDD that holds a local checkpoint's blocks (``Dataset.localCheckpoint`` reads it through a
+    ``LogicalRDD``), or None where PySpark gives no JVM handle (Spark Connect)."""
+    plan = getattr(getattr(rows, "_jdf", None), "logicalPlan", None)
+    return plan().rdd() if plan is not None else None
