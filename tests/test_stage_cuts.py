@@ -181,13 +181,14 @@ _SCORE = st.one_of(st.none(), st.sampled_from([0.1, 0.2, 0.3, float("nan"), floa
 @settings(max_examples=60, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", None]), _KEY, st.one_of(st.none(), st.integers(1, 4)),
                                _SCORE), min_size=1, max_size=30),
-       k=st.integers(1, 4), clean=st.booleans())
-def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k, clean):
+       k=st.integers(1, 4), clean=st.booleans(), ranked=st.booleans())
+def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k, clean, ranked):
     """DuckDB ranks each list by a per-user heap (stage CTE list_heads) and counts recs' invalid rows,
     rows and duplicate keys from the heaps, in the one scan of recs; plain Python counts them from the
     rows: invalid = a NULL run, user, item or score, or a score NaN or ±inf; duplicates = Σ (n - 1)
     over the (run, user, item) keys among each list's first k rows (score descending, item ascending),
-    counted on recs without invalid rows (where the order is defined)."""
+    counted on recs without invalid rows (where the order is defined). ``ranked``: the score column given as
+    a rank (ascending; the heaps on the rank alone, sql/_topk_split.duckdb.sql, and list_tops' lists)."""
     def invalid(row) -> bool:
         return None in row or row[3] != row[3] or abs(row[3]) == float("inf")
     if clean:
@@ -196,8 +197,9 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
             return
     truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "relevance": [1.0, 1.0]})
     asked = [f"ndcg@{k}", f"map@{k}"]
-    sql = recsql.to_sql(metrics=asked, dialect="duckdb", run_cols="model")
-    assert "list_heads" in sql and "recs_in AS NOT MATERIALIZED" in sql
+    order = {"rank_col": "score"} if ranked else {}
+    sql = recsql.to_sql(metrics=asked, dialect="duckdb", run_cols="model", **order)
+    assert "list_heads" in sql and "recs_in AS NOT MATERIALIZED" in sql and ("list_tops" in sql) == ranked
     con = duckdb.connect()
     con.execute("CREATE TABLE recs (model VARCHAR, user_id BIGINT, item_id BIGINT, score DOUBLE)")
     con.executemany("INSERT INTO recs VALUES (?, ?, ?, ?)", [list(r) for r in rows])
@@ -207,10 +209,54 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
     if clean:
         copies = 0
         for key in {(r[0], r[1]) for r in rows}:
-            top = sorted((r for r in rows if (r[0], r[1]) == key), key=lambda r: (-r[3], r[2]))[:k]
+            top = sorted((r for r in rows if (r[0], r[1]) == key), key=lambda r: (r[3] if ranked else -r[3], r[2]))[:k]
             items = [r[2] for r in top]
             copies += len(items) - len(set(items))
         assert set(summary["recs_duplicate_rows"]) == {copies}
+
+
+def _ranked_rows(rows: list[tuple], k: int) -> list[tuple]:
+    """DuckDB's ranked rows (list_ranked: the run key, user, item, rank) of recs ``rows`` (run, user, item, given
+    rank), inserted in their order, for metrics cut at ``k``."""
+    sql = recsql.to_sql(metrics=[f"ndcg@{k}"], dialect="duckdb", run_cols="model", rank_col="given")
+    sql = sqlglot.parse_one(sql, read="duckdb")
+    ranked = exp.select("*").from_("list_ranked")
+    ranked.set("with_" if "with_" in sql.args else "with", sql.args.get("with_") or sql.args.get("with"))
+    assert "list_tops" in ranked.sql("duckdb")  # the heaps on the rank alone (sql/_topk_split.duckdb.sql)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE recs (model VARCHAR, user_id BIGINT, item_id BIGINT, given DOUBLE)")
+    con.executemany("INSERT INTO recs VALUES (?, ?, ?, ?)", [list(r) for r in rows])
+    con.register("truth", pd.DataFrame({"user_id": [1], "item_id": [1], "relevance": [1.0]}))
+    return sorted(con.execute(ranked.sql("duckdb")).fetchall())
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(1, 3), st.integers(1, 12),
+                               st.sampled_from([1.0, 2.0, 2.5])), min_size=1, max_size=60),
+       k=st.integers(1, 6), order=st.sampled_from(["drawn", "largest items first", "shuffled"]), rng=st.randoms())
+def test_the_heaps_rank_each_list_as_sorting_it_does_ties_across_the_cut_included(rows, k, order, rng):
+    """DuckDB's main list, ranked by a given rank column, from heaps on the rank alone, k + 1 deep
+    (sql/_topk_split.duckdb.sql), with three ranks only, so most lists tie across the cut (which recs read
+    again settles): each (run, user)'s ranked rows are plain Python's sort of its rows, rank ascending then
+    item ascending, cut at k, duplicates kept as rows. Rows inserted as drawn, with the largest items first or
+    shuffled (which tied rows a heap keeps depends on the order it meets them)."""
+    if order == "largest items first":
+        rows = sorted(rows, key=lambda r: -r[2])
+    elif order == "shuffled":
+        rng.shuffle(rows)
+    want = sorted((run, user, r[2], rank) for run, user in {(r[0], r[1]) for r in rows}
+                  for rank, r in enumerate(sorted((r for r in rows if (r[0], r[1]) == (run, user)),
+                                                  key=lambda r: (r[3], r[2]))[:k], start=1))
+    assert _ranked_rows(rows, k) == want
+
+
+def test_a_tie_across_the_cut_is_settled_by_the_item_id():
+    """Worked example: items 5, 4, 3, 2, 1 all ranked 2, then item 9 ranked 1, inserted in that order. Cut at 2,
+    the list is items 1 and 2 (a heap of 3 on the rank alone held 3, 4 and 5); cut at 3, item 9 and then 1 and
+    2."""
+    rows = [("a", 1, item, 2.0) for item in (5, 4, 3, 2, 1)]
+    assert _ranked_rows(rows, 2) == [("a", 1, 1, 1), ("a", 1, 2, 2)]
+    assert _ranked_rows([*rows, ("a", 1, 9, 1.0)], 3) == [("a", 1, 1, 2), ("a", 1, 2, 3), ("a", 1, 9, 1)]
 
 
 @pytest.mark.parametrize("dialect, copies", [("duckdb", 1), ("sqlite", 3)])

@@ -86,14 +86,16 @@ def _heads_checks(heads: exp.Select, keys: list[str], also: exp.Expression | Non
                       exp.alias_(_rows_where_sum(exp.column(_HEAD_ROWS)), RECS_ROWS)).from_("list_heads")
 
 
-def _heads_copies() -> exp.Select:
+def _heads_copies(heads: exp.Select) -> exp.Select:
     """``d`` = Σ (n - 1) over the (run, user, item) keys of the ranked rows kept, from each user's heap
     (``top``: the item ids of its first k rows, the largest cutoff): its ids less its distinct ids.
     Exact, like :func:`_extra_copies` over list_ranked, without grouping its rows again. A heap holds
     no NULL id (MIN_BY leaves NULL values out, so those rows are not ranked: they are counted as
-    invalid rows, which the metrics then refuse)."""
+    invalid rows, which the metrics then refuse). ``top`` is list_heads' own, or list_tops' where the
+    heaps are on the order alone (recsql/compose/stage.py, sql/_topk_split.duckdb.sql)."""
     copies = parse("LEN(top) - LIST_UNIQUE(top)", read="duckdb")
-    return exp.select(exp.alias_(_rows_where_sum(copies), "d")).from_("list_heads")
+    table = "list_heads" if "top" in heads.named_selects else "list_tops"
+    return exp.select(exp.alias_(_rows_where_sum(copies), "d")).from_(table)
 
 
 def _rows_where_sum(value: exp.Expression) -> exp.Expression:
@@ -170,7 +172,7 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         # probabilities of the logged slates' prefixes are one per context and position, whatever the item
         per_position = [*runs, "user_id", "position"] if plan.policy == "slates" else [*recs_keys, "position"]
         per_list = union_all([_extra_copies("recs_in", per_position, "d")] if plan.policy in PER_POSITION
-                             else [_heads_copies() if heads is not None and t == "list_ranked"
+                             else [_heads_copies(heads) if heads is not None and t == "list_ranked"
                                    else _extra_copies(t, recs_keys, "d", cut) for t, cut in cuts.items() if t in read])
         parts.append(exp.select(exp.alias_(exp.cast(exp.Max(this=exp.column("d")), "BIGINT"), "recs_duplicate_rows"))
                      .from_(per_list.subquery("l")))
