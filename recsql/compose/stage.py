@@ -197,12 +197,12 @@ def _heads(order: list[str], ctes: dict[str, exp.CTE]) -> None:
         return
     heads = exp.CTE(this=lists.this.copy(), alias=exp.to_identifier(HEADS))
     tops = next((q for q in nodes(ctes["list_ranked"].this, exp.Subquery) if q.alias == "tops"), None)
-    split = tops is not None
-    lists.replace(exp.alias_(exp.to_table(HEADS), "lists", table=True) if split else exp.to_table(HEADS))
-    top = [exp.CTE(this=tops.this.copy(), alias=exp.to_identifier(TOPS))] if split else []
-    if split:
+    lists.replace(exp.alias_(exp.to_table(HEADS), "lists", table=True) if tops is not None else exp.to_table(HEADS))
+    new = [heads]
+    if tops is not None:  # sql/_topk_split.duckdb.sql, whose tops read the heaps twice, as ``lists`` and by name
+        new.append(exp.CTE(this=tops.this.copy(), alias=exp.to_identifier(TOPS)))
         tops.replace(exp.to_table(TOPS))
-    _insert_before(order, ctes, "list_ranked", [heads, *top])
+    _insert_before(order, ctes, "list_ranked", new)
 
 
 def _insert_before(order: list[str], ctes: dict[str, exp.CTE], name: str, new: list[exp.CTE]) -> None:
