@@ -594,3 +594,50 @@ def test_markdown_and_latex_group_the_summary_by_family():
     assert (rf" & \multicolumn{{2}}{{c}}{{{FAMILIES['accuracy'].title}}} & "
             rf"\multicolumn{{1}}{{c}}{{{FAMILIES['coverage'].title}}} \\") in latex
     assert r"\cmidrule(lr){2-3}\cmidrule(lr){4-4}" in latex and r"run & ndcg@10 & recall@5 & coverage@10 \\" in latex
+
+
+def test_the_two_comparisons_side_by_side_give_what_they_give_in_turn(tmp_path):
+    """Without a connection, the overall comparison and the one within segments run side by side
+    (recsql.report.build.side_by_side); on the user's DuckDB connection, in turn. The same page but the
+    data block's last bits (a parallel sum), and the same notes: the global metric refused within
+    segments for the users of recs that have no segment (here those without a relevant item, who are
+    in coverage's population only), then the comparison made again without it, in both."""
+    import duckdb
+    truth = pd.read_parquet(TRUTH)
+    relevant = set(truth.loc[truth["relevance"] >= 1, "user_id"])
+    segments = cohorts()[lambda f: f["user_id"].isin(relevant)]
+    assert len(segments) < len(cohorts())
+    segments.to_parquet(tmp_path / "users.parquet", index=False)
+    kwargs = dict(run_cols="model", baseline="popular", segments=str(tmp_path / "users.parquet"),
+                  segment_cols=["cohort"], resamples=50)
+    side = build_report(RECS, TRUTH, METRICS, **kwargs)
+    with duckdb.connect() as con:
+        turn = build_report(RECS, TRUTH, METRICS, con=con, **kwargs)
+    pages = [b.html.splitlines() for b in (side, turn)]
+    assert len(pages[0]) == len(pages[1])
+    assert all("recsql-data" in a for a, b in zip(*pages) if a != b)
+    data = [plotted(b.html) for b in (side, turn)]
+    for key in ("runs", "tests", "segment_runs", "segment_tests"):
+        assert len(data[0][key]) == len(data[1][key]) > 0, key
+        for one, two in zip(data[0][key], data[1][key]):
+            assert one.keys() == two.keys()
+            for k in one:
+                assert one[k] == (pytest.approx(two[k], abs=1e-12) if isinstance(one[k], float) else two[k])
+    assert side.data.notes == turn.data.notes
+    assert any("Within segments" in note and "coverage@10" in note for note in side.data.notes)
+
+
+def test_side_by_side_returns_and_raises_as_in_turn():
+    from recsql.report.build import side_by_side
+
+    def fails(text):
+        def call():
+            raise ValueError(text)
+        return call
+    for concurrent in (True, False):
+        assert side_by_side(lambda: 1, lambda: 2, concurrent) == (1, 2)
+        assert side_by_side(lambda: 1, None, concurrent) == (1, (None, []))
+        with pytest.raises(ValueError, match="first"):
+            side_by_side(fails("first"), fails("second"), concurrent)
+        with pytest.raises(ValueError, match="second"):
+            side_by_side(lambda: 1, fails("second"), concurrent)

@@ -49,3 +49,19 @@ def test_a_forked_child_opens_its_own():
     assert child.exitcode == 0
     assert queue.get(timeout=5) == 0.5
     assert recsql.evaluate(RECS, TRUTH, ["mrr@10"]).summary["mrr@10"].tolist() == [0.5]
+
+
+def test_warnings_as_errors_and_the_filters_are_left_as_they_were():
+    """recsql runs its statements with ``execute`` and converts the rows to Arrow, about which DuckDB 2
+    warns (an extra copy of the result): silenced for that conversion alone, so evaluating under
+    ``-W error`` works, and concurrent evaluations leave the process's warning filters as they were."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        before = list(warnings.filters)
+        assert recsql.evaluate(RECS, TRUTH, ["mrr@10"]).summary["mrr@10"].tolist() == [0.5]
+        with ThreadPoolExecutor(4) as pool:
+            values = list(pool.map(lambda _: recsql.evaluate(RECS, TRUTH, ["mrr@10"]).summary["mrr@10"].iloc[0],
+                                   range(8)))
+        assert values == [0.5] * 8
+        assert warnings.filters == before

@@ -2,7 +2,9 @@
 ``recsql.report.build_report`` names it too."""
 from __future__ import annotations
 
+import threading
 import warnings
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from .. import api
@@ -64,13 +66,14 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
     notes: list[str] = [f"evaluate warned: {text}" for text in dict.fromkeys(warned)]
     if evaluation.run_cols and len(evaluation.summary) >= 2:
         step("comparing runs")
-        comparison, more = comparison_of(lambda ms: compare(recs, truth, ms, **settings), shown)
-        notes += more
+        overall = partial(comparison_of, lambda ms: compare(recs, truth, ms, **settings), shown)
+        within = None
         if segments is not None:
             step("comparing runs within segments")
             table = _segment_table(segments, segment_cols, options.get("user_col", "user_id"), options.get("con"))
-            segmented, more = comparison_of(lambda ms: compare(recs, truth, ms, segments=table, **settings), shown)
-            notes += [f"Within segments: {n}" for n in more]
+            within = partial(comparison_of, lambda ms: compare(recs, truth, ms, segments=table, **settings), shown)
+        (comparison, more), (segmented, more_within) = side_by_side(overall, within, options.get("con") is None)
+        notes += more + [f"Within segments: {n}" for n in more_within]
     else:
         notes.append("One run: means without intervals or tests (a comparison needs two runs or more).")
         if segments is not None:
@@ -82,6 +85,35 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
         given.pop(key, None)
     return Report(assemble(asked=shown, evaluation=evaluation, comparison=comparison, segmented=segmented,
                            options=given, inputs=inputs, title=title, notes=notes, date=date))
+
+
+def side_by_side(first: Callable[[], Any], second: Callable[[], Any] | None,
+                 concurrent: bool) -> tuple[Any, Any]:
+    """``(first(), second())``, or ``(first(), (None, []))`` without a ``second``. When ``concurrent``
+    (each call opens recsql's own in-memory DuckDB: no connection was given), ``second`` runs in a thread
+    while ``first`` runs here: DuckDB releases the GIL while it plans and runs a statement, so the
+    overall comparison and the one within segments share the machine's cores instead of following each
+    other. Their results, and an error of either (``first``'s when both fail), are the same as run in turn."""
+    if second is None:
+        return first(), (None, [])
+    if not concurrent:
+        return first(), second()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = second()
+        except BaseException as err:  # noqa: BLE001 - raised again in the caller's thread, below
+            outcome["error"] = err
+    thread = threading.Thread(target=run, name="recsql-report-within-segments", daemon=True)
+    thread.start()
+    try:
+        result = first()
+    finally:
+        thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return result, outcome["value"]
 
 
 def _segment_table(segments: Any, columns: Sequence[str] | None, user_col: str, con: Any) -> Any:
