@@ -103,8 +103,9 @@ def _check_out(args: argparse.Namespace) -> None:
 
 
 # Imported ahead, while the engine computes (:func:`import_ahead`): the special functions of the
-# tests' tails, and the root finder of the detectable differences the page shows (recsql.decisions).
-AHEAD = ("scipy.special", "scipy.optimize")
+# tests' tails, and the root finder and the integrator (the noncentral t's far tails, where scipy's own
+# is NaN) of the detectable differences the page shows (recsql.decisions).
+AHEAD = ("scipy.special", "scipy.optimize", "scipy.integrate")
 
 
 def import_ahead(modules: tuple[str, ...] = AHEAD) -> threading.Thread:
