@@ -2,6 +2,7 @@
 
     python benchmarks/report.py                 # 5 cold processes with the statement cache warm, 3 with it empty
     python benchmarks/report.py --repeat 9 --empty 5
+    python benchmarks/report.py --repeat 9 --empty 3 --in-process 7   # and build_report in one process
 
 The command is the report example of the README and docs/guide/report.md, on ``fixtures/data`` (11,480
 recommendation rows, two runs, four metrics: ndcg@10, recall@20, hit_rate@5, coverage@10; 1,000
@@ -85,6 +86,39 @@ def run_once(argv: list[str], cache: Path, out: Path, keep: Path | None = None) 
     return {"wall": wall, "cpu": cpu, "page": digest}
 
 
+IN_PROCESS = """
+import json, statistics, sys, time
+import recsql.report.build as build
+side_by_side = build.side_by_side
+in_turn = lambda first, second, concurrent: side_by_side(first, second, False)
+metrics = {metrics!r}
+def once(turns):
+    build.side_by_side = in_turn if turns else side_by_side
+    started = time.perf_counter()
+    build.build_report("fixtures/data/recs.parquet", "fixtures/data/truth.parquet", metrics, run_cols="model",
+                       baseline="popular", segments={users!r}, segment_cols=["cohort"])
+    return time.perf_counter() - started
+once(False), once(True)  # the statements composed, the imports made
+times = {{"side by side": [], "in turn": []}}
+for _ in range({pairs}):
+    times["side by side"].append(once(False))
+    times["in turn"].append(once(True))
+print(json.dumps(times))
+"""
+
+
+def in_process(users: Path, pairs: int, cache: Path) -> dict[str, dict]:
+    """``pairs`` alternated calls of ``build_report`` in one process (imports and composition before the
+    clock): the comparisons side by side (the default without ``con=``) and in turn
+    (``recsql.report.build.side_by_side`` told not to run them concurrently)."""
+    code = IN_PROCESS.format(metrics=list(METRICS), users=str(users), pairs=pairs)
+    env = {**os.environ, "RECSQL_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    ran = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    times = json.loads(ran.stdout.strip().splitlines()[-1])
+    return {case: {"median": round(statistics.median(t), 3), "best": round(min(t), 3), "pairs": pairs,
+                   "seconds": [round(x, 3) for x in t]} for case, t in times.items()}
+
+
 def summary(runs: list[dict]) -> dict[str, float]:
     return {f"{what}_{stat}": round(fn([r[what] for r in runs]), 3)
             for what in ("wall", "cpu") for stat, fn in (("median", statistics.median), ("best", min))}
@@ -121,9 +155,18 @@ def markdown(result: dict) -> str:
 | statement cache | wall, median | wall, best | CPU, median | CPU, best | repeats |
 |---|---:|---:|---:|---:|---:|
 {rows}
-
+{_in_process_table(result.get("in_process"))}
 Made by `python benchmarks/report.py` (benchmarks/README.md).
 """
+
+
+def _in_process_table(found: dict | None) -> str:
+    if not found:
+        return ""
+    rows = "\n".join(f"| {case} | {t['median']:.2f} s | {t['best']:.2f} s | {t['pairs']} |" for case, t in found.items())
+    return ("\nIn one process (`--in-process`), `build_report` alone, alternated (the imports and the statements' "
+            "composition before the clock):\n\n| the two comparisons | median | best | calls |\n|---|---:|---:|---:|\n"
+            f"{rows}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--empty", type=int, default=3, help="cold processes with an empty statement cache")
     parser.add_argument("--out", default=str(HERE / "results"), help="the folder of report.md and report.json")
     parser.add_argument("--keep", default=None, help="a folder to copy each distinct page into")
+    parser.add_argument("--in-process", type=int, default=0, metavar="N",
+                        help="also N alternated build_report calls in one process, the comparisons side by side "
+                             "and in turn")
     args = parser.parse_args(argv)
     load_before, measured = os.getloadavg(), commit()
     keep = Path(args.keep) if args.keep else None
@@ -151,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 empty = work / f"cache-empty-{i}"
                 cases["empty"].append(run_once(argv_, empty, out, keep))
                 shutil.rmtree(empty, ignore_errors=True)
+        built = in_process(users, args.in_process, warm_cache) if args.in_process else None
     pages = {r["page"] for runs in cases.values() for r in runs}
     shown = " ".join(a if " " not in a else repr(a) for a in ["recsql", *argv_[3:]])
     shown = shown.replace(str(users), "users.parquet").replace(str(out), "report.html")
@@ -161,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
               "versions": versions(), "pages": len(pages),
               "cases": {f"{'warm' if case == 'warm' else 'empty'}": {**summary(runs), "repeats": len(runs),
                                                                    "runs": runs}
-                        for case, runs in cases.items() if runs}}
+                        for case, runs in cases.items() if runs},
+              **({"in_process": built} if built else {})}
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "report.json").write_text(json.dumps(result, indent=2) + "\n")

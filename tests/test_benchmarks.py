@@ -101,3 +101,15 @@ def test_the_logs_benchmark_agrees_with_obp_on_a_small_run(tmp_path):
         f"FROM read_parquet('{tmp_path / 'data' / 'logs-10k' / 'logs.parquet'}')").fetchone()
     assert values == pytest.approx([other, greedy], rel=1e-12)
     assert abs(share - greedy) < 4 * (greedy * (1 - greedy) / 10_000) ** 0.5  # within 4 standard errors
+
+
+def test_the_report_benchmark_times_cold_processes_and_build_report_in_one_process(tmp_path):
+    """benchmarks/report.py end to end on one cold process and one alternated pair in one process: the
+    results name both ways of running the two comparisons, and every page written is the same."""
+    import report
+    assert report.main(["--repeat", "1", "--empty", "0", "--in-process", "1", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "report.json").read_text())
+    assert result["pages"] == 1 and result["cases"]["warm"]["repeats"] == 1
+    assert set(result["in_process"]) == {"side by side", "in turn"}
+    assert all(t["pairs"] == 1 and len(t["seconds"]) == 1 and t["median"] > 0 for t in result["in_process"].values())
+    assert "| side by side |" in (tmp_path / "report.md").read_text()
