@@ -2,8 +2,8 @@
 ``recsql.report.build_report`` names it too."""
 from __future__ import annotations
 
-import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -90,30 +90,18 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
 def side_by_side(first: Callable[[], Any], second: Callable[[], Any] | None,
                  concurrent: bool) -> tuple[Any, Any]:
     """``(first(), second())``, or ``(first(), (None, []))`` without a ``second``. When ``concurrent``
-    (each call opens recsql's own in-memory DuckDB: no connection was given), ``second`` runs in a thread
-    while ``first`` runs here: DuckDB releases the GIL while it plans and runs a statement, so the
-    overall comparison and the one within segments share the machine's cores instead of following each
-    other. Their results, and an error of either (``first``'s when both fail), are the same as run in turn."""
+    (no connection was given: each call takes its own cursor of recsql's shared in-memory DuckDB),
+    ``second`` runs in a thread while ``first`` runs here: DuckDB releases the GIL while it plans and runs
+    a statement, so the overall comparison and the one within segments share the machine's cores instead
+    of following each other. Their results, and an error of either (``first``'s when both fail: the pool
+    waits for ``second`` before it is raised), are the same as run in turn."""
     if second is None:
         return first(), (None, [])
     if not concurrent:
         return first(), second()
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = second()
-        except BaseException as err:  # noqa: BLE001 - raised again in the caller's thread, below
-            outcome["error"] = err
-    thread = threading.Thread(target=run, name="recsql-report-within-segments", daemon=True)
-    thread.start()
-    try:
-        result = first()
-    finally:
-        thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return result, outcome["value"]
+    with ThreadPoolExecutor(1, thread_name_prefix="recsql-report-within-segments") as pool:
+        later = pool.submit(second)
+        return first(), later.result()
 
 
 def _segment_table(segments: Any, columns: Sequence[str] | None, user_col: str, con: Any) -> Any:
