@@ -11,9 +11,9 @@ filling in the tie rule and population not given; :func:`run_columns` reads ``ru
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import Any, Iterable
 
-import numpy as np
 
 from .compose import DIAGNOSTICS, TIES
 from .conventions import convention as get_convention
@@ -57,16 +57,23 @@ def _check_options(population: str, duplicates: str, threshold: float, rank_col:
     if duplicates not in DUPLICATE_POLICIES:
         raise RecsqlError(f"duplicates={duplicates!r} is not valid; choose one of {', '.join(DUPLICATE_POLICIES)} "
                           "('best' keeps each recommendation's best-ranked row, 'max' the truth row with the highest relevance)")
-    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real) or threshold != threshold or abs(threshold) == float("inf"):
+    if _is_bool(threshold) or not isinstance(threshold, numbers.Real) or threshold != threshold or abs(threshold) == float("inf"):
         raise RecsqlError(f"threshold must be a finite number (an item is relevant iff relevance >= threshold), got {threshold!r}")
     if rank_col is None and score_col is None:
         raise RecsqlError("recs need an order: pass score_col='<column>' (higher is better) or rank_col='<column>' (1 is best)")
 
 
+def _is_bool(value: Any) -> bool:
+    """A Python or numpy bool (numpy's is no ``bool``, and is a ``numbers.Real`` to no one; a numpy value
+    exists only once numpy is imported, so the options are checked without importing it)."""
+    numpy = sys.modules.get("numpy")
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
+
+
 def _number(value: Any) -> Any:
     """A numpy or other ``numbers.Real`` value as a Python int or float (numpy's ``np.int64(2)`` is a
     number too); anything else is returned for :func:`_check_options` to refuse."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if _is_bool(value) or not isinstance(value, numbers.Real):
         return value
     return int(value) if isinstance(value, numbers.Integral) else float(value)
 

@@ -80,11 +80,11 @@ def _counted(result) -> str:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from . import api
-    print(api.to_sql(args.recs, args.truth, args.metrics, output=args.output, **side_kwargs(args),
-                     dialect=args.dialect, text_ids=args.text_ids,
-                     truth_has_run_cols=args.truth_has_run_cols, logs_run_cols=args.logs_run_cols,
-                     **segment_kwargs(args), **column_kwargs(args)))
+    from .sql_text import to_sql
+    print(to_sql(args.recs, args.truth, args.metrics, output=args.output, **side_kwargs(args),
+                 dialect=args.dialect, text_ids=args.text_ids,
+                 truth_has_run_cols=args.truth_has_run_cols, logs_run_cols=args.logs_run_cols,
+                 **segment_kwargs(args), **column_kwargs(args)))
     return 0
 
 

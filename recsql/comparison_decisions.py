@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import pandas as pd
@@ -18,6 +16,7 @@ from . import power_simulation
 from .report.data import run_label
 from .errors import RecsqlError
 from .report.data import segment_columns
+from .gates import Gate
 from .significance import corrected
 
 
@@ -214,48 +213,6 @@ def equivalence_table(comparison: Any, margin: float, relative: bool, alpha: flo
                      "ci_low": m - reach, "ci_high": m + reach})
     table = _verdicts(pd.DataFrame(rows), "equivalent", comparison.settings.correction, alpha)
     return pd.concat([_keys(comparison), table], axis=1)
-
-
-# ---------------------------------------------------------------- gates: conditions that fail a pipeline
-
-_NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?"
-_GATE = re.compile(rf"^\s*(?P<metric>\S+)\s+(?:(?:worse(?:\s+than\s+(?:the\s+)?baseline)?\s+by\s+(?P<worse>{_NUMBER}%?))"
-                   rf"|(?:not\s+non-?inferior\s+by\s+(?P<noninferior>{_NUMBER}%?))"
-                   rf"|(?P<loss>significant\s+loss|significantly\s+worse))\s*$", re.IGNORECASE)
-GATE_FORMS = ('METRIC worse by MARGIN (the difference is beyond −MARGIN)',
-              'METRIC not noninferior by MARGIN (non-inferiority at MARGIN is not shown)',
-              'METRIC significant loss (worse, and the corrected test says so)')
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One condition under which a comparison fails: ``kind`` "worse", "noninferior" or "loss", for
-    ``metric`` (or "any"), with ``margin`` (a share of the baseline's mean when ``relative``)."""
-    text: str
-    metric: str
-    kind: str
-    margin: float = math.nan
-    relative: bool = False
-
-    @classmethod
-    def parse(cls, text: str) -> "Gate":
-        found = _GATE.match(text)
-        if not found:
-            raise RecsqlError(f"--fail-if {text!r}: write one of: " + "; ".join(GATE_FORMS) + " (MARGIN in the "
-                              "metric's units, or with % a share of the baseline's mean; METRIC 'any' for every "
-                              "metric); e.g. --fail-if 'ndcg@10 worse by 0.01'")
-        kind = "worse" if found["worse"] else "noninferior" if found["noninferior"] else "loss"
-        margin = found["worse"] or found["noninferior"]
-        value, relative = parse_margin(margin) if margin else (math.nan, False)
-        return cls(text.strip(), found["metric"], kind, value, relative)
-
-
-def parse_margin(text: str) -> tuple[float, bool]:
-    """A margin as written: a number in the metric's units, or with % a share of the baseline's mean
-    (``2%`` -> (0.02, True)); ValueError for anything else."""
-    relative = text.strip().endswith("%")
-    value = float(text.strip().rstrip("%"))
-    return (value / 100 if relative else value), relative
 
 
 def gate_failures(comparison: Any, gates: Sequence[Gate], alpha: float = 0.05,

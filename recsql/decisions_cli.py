@@ -11,8 +11,9 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from .comparison_decisions import GATE_FORMS, Gate, gate_failures, parse_margin
+from .comparison_decisions import gate_failures
 from .errors import RecsqlError
+from .gates import GATE_FORMS, Gate, parse_margin
 
 
 def add_options(cp: argparse.ArgumentParser) -> None:

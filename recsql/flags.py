@@ -39,8 +39,9 @@ def python_keywords() -> set[str]:
     """The keywords of recsql.evaluate, recsql.to_sql and recsql.compare: the words translated."""
     import inspect
 
-    from .api import evaluate, to_sql
+    from .api import evaluate
     from .comparison import compare
+    from .sql_text import to_sql
     return {name for f in (evaluate, to_sql, compare) for name in inspect.signature(f).parameters}
 
 

@@ -25,6 +25,10 @@ ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "
          "logs", "reward_model", "segments")  # docs/guide/inputs.md
 
 
+# what renamed() says of expected_recs, whose old name (baseline) now names the run compared against
+EXPECTED_RECS_RENAMED = " (another recommender's lists; baseline names the run compared against)"
+
+
 def renamed(new_name: str, new: Any, old_name: str, old: Any, where: str, what: str = "") -> Any:
     """The value of an option given by its new name or, for one more release, its old one (with a
     FutureWarning naming the new one); both given is an error."""
@@ -113,6 +117,12 @@ class Inputs:
 def field_names() -> list[str]:
     """The names of :class:`Inputs`' fields, in order: the keywords every entry point shares."""
     return [f.name for f in dataclasses.fields(Inputs)]
+
+
+def input_keywords(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`Inputs` fields beside recs and truth among a call's ``arguments`` (its ``locals()``
+    before anything else is bound): evaluate and to_sql take every one by its own name."""
+    return {name: arguments[name] for name in field_names() if name not in ("recs", "truth")}
 
 
 def _unchanged(value: Any, default: Any) -> bool:

@@ -19,10 +19,10 @@ MAX_LINES = 400  # the longest a module of recsql/ may be
 LAYERS = (
     ("base", "helpers that know no metric: errors, optional dependencies, files, text safe to show, the SQL "
              "templates and sqlglot trees, recsql's own DuckDB, engines' result frames, TREC files, run labels, "
-             "the resampling mixer, the tests' tails and power; the package (its version) and this table",
+             "the resampling mixer, the tests' tails and power, the gates as written; the package (its version) and this table",
      ("recsql", "recsql.layers", "recsql.errors", "recsql.extras", "recsql.files", "recsql.safe_text",
       "recsql.templates", "recsql.trees", "recsql.database", "recsql.frames", "recsql.trec", "recsql.run_labels",
-      "recsql.resampling", "recsql.significance", "recsql.decisions", "recsql.power_simulation")),
+      "recsql.resampling", "recsql.significance", "recsql.decisions", "recsql.power_simulation", "recsql.gates")),
     ("registry", "what a metric is and how SQL is written for a dialect: the headers of sql/*.sql, the metric "
                  "families, other tools' names for the metrics, conventions, discounts, the dialects' switches",
      ("recsql.families", "recsql.foreign_names", "recsql.names", "recsql.specs", "recsql.discounts", "recsql.conventions",
@@ -51,8 +51,8 @@ LAYERS = (
       "recsql.report.svg")),
     ("results", "what evaluate and compare return, and the comparison of per-user values that Evaluation.compare runs",
      ("recsql.comparison_decisions", "recsql.comparison_result", "recsql.comparison_run", "recsql.evaluation_result")),
-    ("evaluate", "the first entry points: evaluate, to_sql and the Evaluation they return",
-     ("recsql.api",)),
+    ("evaluate", "the first entry points: evaluate and the Evaluation it returns, and to_sql (which runs nothing)",
+     ("recsql.api", "recsql.sql_text")),
     ("entry", "the entry points built on evaluate: compare (its keywords are evaluate's), build_report, dbt "
               "generation, MLflow logging and its mlflow.evaluate evaluator",
      ("recsql.comparison", "recsql.report.build", "recsql.dbt", "recsql.dbt.adapters", "recsql.dbt.names",

@@ -3,7 +3,7 @@
 the engine (:func:`validated_plan`: their columns found, typed and keyed like recs)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -12,13 +12,15 @@ from .compose import ITEM_VALUE_INVALID, Plan, target_policy
 from .compose.policy import PER_POSITION
 from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
-from .engines.base import Runner
 from .errors import RecsqlError
 from .inputs import ROLES
 from .metrics import Metric
 from .sources import Source
 from .validate import (family, id_cast, order_type, refuse_unnamed_grades, require_number, require_one_type,
                        require_same_ids, resolve_column, resolve_order)
+
+if TYPE_CHECKING:  # a type only: to_sql and dbt build plans without importing an engine (or pandas)
+    from .engines.base import Runner
 
 # The optional inputs beside recs and truth (docs/guide/inputs.md), by their plan names (recsql.inputs).
 EXTRA_INPUTS = ROLES[2:]

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from decimal import Decimal, localcontext
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
 from sqlglot import exp
+
+if TYPE_CHECKING:  # numpy is imported where draws are made: composing compare's SQL needs none
+    import numpy as np
 
 P = 2_147_483_647  # 2^31 − 1, prime
 # Steps of the affine maps in front of each MIX (any numbers in 1..P−1; fixed, so a seed means one stream).
@@ -51,6 +54,7 @@ def draws(seed: int, stream: str, rows: int, columns: int) -> np.ndarray:
     """The ``rows`` × ``columns`` uniform draws on 0..P−1 of one stream, as sql/_compare_draws.sql makes
     compare's (row b = 1.. the resample's key, column i = 1.. the user's): u = MIX((key_b + key_i) mod P),
     key_b = MIX((stream key + b·B_STEP) mod P), key_i = MIX((i·USER_STEP + USER_SHIFT) mod P)."""
+    import numpy as np
     row_keys = mix_array((stream_key(seed, stream) + np.arange(1, rows + 1, dtype=np.int64) * B_STEP) % P)
     column_keys = mix_array((np.arange(1, columns + 1, dtype=np.int64) * USER_STEP + USER_SHIFT) % P)
     return mix_array((row_keys[:, None] + column_keys[None, :]) % P)

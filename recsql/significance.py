@@ -4,7 +4,8 @@ The engine computes every sum (``sql/_compare_*.sql``); no SQL engine has the t 
 distribution, so the p-values are finished here with scipy, from the sums alone: its special functions
 ``stdtr`` and ``ndtr``, which ``scipy.stats.t.sf`` and ``scipy.stats.norm.sf`` evaluate (the same numbers,
 without importing ``scipy.stats``, most of a second on a cold start). The corrections
-work on those p-values, so they are here too.
+work on those p-values, so they are here too. numpy is imported in the functions that compute: composing
+compare's SQL (to_sql, dbt) imports this module for the corrections' names and needs no numpy.
 
 >>> [round(p, 6) for p in holm([0.01, 0.04, 0.03])]
 [0.03, 0.06, 0.06]
@@ -13,8 +14,6 @@ from __future__ import annotations
 
 import math
 from typing import Callable, Sequence
-
-import numpy as np
 
 
 def difference_sd(n: int, ss: float) -> float:
@@ -28,6 +27,7 @@ def paired_t(n: int, mean: float, ss: float) -> tuple[float, float, float]:
     two-sided p = 2·P(T_{n−1} > |t|); and Cohen's d_z = mean / sd. NaN below two users; a zero
     spread gives t = ±inf (p = 0) for a non-zero mean and NaN for a zero one, as numpy divides.
     Student, Biometrika 6(1), 1908; Cohen 1988 (d_z)."""
+    import numpy as np
     if n < 2:
         return math.nan, math.nan, math.nan
     sd = difference_sd(n, ss)
@@ -68,6 +68,7 @@ def bonferroni(p: Sequence[float]) -> list[float]:
 def holm(p: Sequence[float]) -> list[float]:
     """Holm's step-down: the i-th smallest p becomes max_{j ≤ i} min(1, (m − j + 1)·p_(j))
     (as ``multipletests(method="holm")``). Holm, Scandinavian Journal of Statistics 6(2), 1979."""
+    import numpy as np
     order = np.argsort(p, kind="stable")
     ranked = np.asarray(p, dtype=float)[order] * np.arange(len(p), 0, -1)
     adjusted = np.minimum(np.maximum.accumulate(ranked), 1.0)
@@ -79,6 +80,7 @@ def holm(p: Sequence[float]) -> list[float]:
 def benjamini_hochberg(p: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg: the i-th smallest p becomes min_{j ≥ i} min(1, m·p_(j) / j)
     (as ``multipletests(method="fdr_bh")``). Benjamini & Hochberg, JRSS B 57(1), 1995."""
+    import numpy as np
     m = len(p)
     order = np.argsort(p, kind="stable")
     ranked = np.asarray(p, dtype=float)[order] * m / np.arange(1, m + 1)

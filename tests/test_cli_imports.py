@@ -59,3 +59,34 @@ def test_an_evaluation_imports_no_scipy():
     argv = ["evaluate", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet", "-m", "ndcg@10", "--run-col",
             "model", "--format", "json"]
     assert loaded_after(argv, ("recsql.api", "scipy", "matplotlib")) == ["recsql.api"]
+
+
+def test_printing_the_sql_imports_no_dataframe_and_no_engine():
+    """``recsql sql`` composes and renders, and runs nothing: it starts without pandas, numpy, pyarrow
+    and DuckDB (more than half of what evaluate imports), so printing a query takes about half the
+    time an evaluation's imports do."""
+    argv = ["sql", "-m", "ndcg@10", "-m", "coverage@10", "--run-col", "model", "--dialect", "postgres"]
+    loaded = loaded_after(argv, ("recsql.sql_text", "recsql.api", "pandas", "numpy", "pyarrow", "duckdb", "scipy"))
+    assert loaded == ["recsql.sql_text"]  # the command's code ran, and nothing heavy
+
+
+def test_composing_a_comparison_and_generating_dbt_models_import_no_dataframe(tmp_path):
+    """``to_sql(compare=...)`` (the statistics statement) and ``recsql dbt generate`` compose and render
+    only: neither imports pandas, pyarrow or DuckDB (nor numpy, for a model with no gate and no custom
+    discount)."""
+    heavy = ("pandas", "numpy", "pyarrow", "duckdb", "scipy", "recsql.api")
+    probe = ("import json, sys, recsql\n"
+             "sql = recsql.to_sql('recs', 'truth', ['ndcg@10', 'coverage@10'], run_cols=['model'], "
+             "compare={'baseline': 'popular'})\n"
+             "assert 'cmp_' in sql\n"
+             "print(json.dumps(sorted(m for m in %r if m in sys.modules)))") % (heavy,)
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout.strip().splitlines()[-1]) == []
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "dbt_project.yml").write_text("name: p\nversion: '1'\nconfig-version: 2\nprofile: p\n")
+    (project / "recsql.yml").write_text("adapters: [duckdb, postgres]\nevaluations:\n"
+                                        "  - {name: quality, recs: recs, truth: truth, metrics: [ndcg@10, recall@20]}\n")
+    assert loaded_after(["dbt", "generate", "--project", str(project)], heavy) == []
+    assert (project / "models" / "recsql" / "quality.sql").is_file()

@@ -7,7 +7,7 @@ run fails ``dbt build``. An evaluation of ``recsql.yml`` declares them::
       fail_if: ["ndcg@10 worse by 0.01", "any worse by 5%"]
       lower_is_better: [gini@10]                     # optional: the metrics where lower is better
 
-The conditions are read by :meth:`recsql.comparison_decisions.Gate.parse` (the words of the command
+The conditions are read by :meth:`recsql.gates.Gate.parse` (the words of the command
 line's ``--fail-if``) and decided as compare decides them, never approximated:
 
 - ``worse by``: on the summary, whose difference of values is the mean of the paired per-user
@@ -29,8 +29,8 @@ from typing import Any
 
 from ..compose import input_runs
 from ..compose.needs import metric_population
-from ..comparison_decisions import Gate
 from ..errors import RecsqlError
+from ..gates import Gate
 from .model import ModelSpec, spec_plan
 from .names import output_name
 from .quantiles import MODEL, quantile_argument
