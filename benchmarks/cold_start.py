@@ -1,7 +1,9 @@
-"""``recsql --version`` and ``recsql metrics``, cold: a fresh process each, as a user types them.
+"""The interactive commands, cold: ``recsql --version``, ``recsql metrics``, ``recsql sql`` and
+``recsql evaluate`` on the fixture, a fresh process each, as a user types them.
 
-    python benchmarks/cold_start.py                 # 9 processes per command
+    python benchmarks/cold_start.py                     # 9 processes per command
     python benchmarks/cold_start.py --repeat 21
+    python benchmarks/cold_start.py --baseline efb244d  # and a baseline commit's, alternated
 
 Each repeat is a new interpreter (``python -m recsql ...``, the console command's entry point, with
 this checkout first on ``PYTHONPATH``) timed from outside, wall clock and CPU (user + system), with
@@ -10,6 +12,10 @@ which no change to recsql can remove. The commands are interleaved, so load fall
 alike. One more process per command runs with ``python -X importtime``: the modules that cost most
 (cumulative microseconds, top 8) are written beside the times, so a regression names its import.
 What these commands may import is a test (tests/test_cli_imports.py); their times are measured here.
+The evaluation's statement is on disk (a statement cache of this run's own, written by the first,
+untimed process), as on every call after a user's first. With ``--baseline REF`` the repository at
+``REF`` (``git archive``) runs each command too, alternated with this checkout, with the same
+interpreter and packages.
 
 Results: ``benchmarks/results/cold_start.md`` and ``cold_start.json`` (date, commit, machine, load
 average before and after, versions).
@@ -24,6 +30,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,20 +39,28 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from compose import checkout  # noqa: E402
 from report import commit  # noqa: E402
 
+FIXTURE = ["fixtures/data/recs.parquet", "fixtures/data/truth.parquet"]
 COMMANDS = {"python -c pass": ["-c", "pass"], "recsql --version": ["-m", "recsql", "--version"],
-            "recsql metrics": ["-m", "recsql", "metrics"]}
+            "recsql metrics": ["-m", "recsql", "metrics"],
+            "recsql sql -m ndcg@10 -m map@10 --dialect postgres": ["-m", "recsql", "sql", "-m", "ndcg@10", "-m",
+                                                                  "map@10", "--dialect", "postgres"],
+            "recsql evaluate (the fixture, 2 metrics, 2 runs)": ["-m", "recsql", "evaluate", *FIXTURE, "-m", "ndcg@10",
+                                                                 "-m", "map@10", "--run-col", "model"]}
+CACHE = Path(tempfile.mkdtemp(prefix="recsql-cold-cache-"))  # this run's statement cache
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "", "PYTHONWARNINGS": "ignore"}
+def env(root: Path = REPO) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "", "PYTHONWARNINGS": "ignore",
+            "RECSQL_CACHE_DIR": str(CACHE)}
 
 
-def run_once(args: list[str]) -> dict[str, float]:
+def run_once(args: list[str], root: Path = REPO) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, *args], cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL,
+    subprocess.run([sys.executable, *args], cwd=root, env=env(root), check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -70,54 +85,77 @@ def versions() -> dict[str, str]:
 
 
 def markdown(result: dict) -> str:
-    rows = "\n".join(f"| `{name}` | {s['wall_median'] * 1000:.0f} ms | {s['wall_best'] * 1000:.0f} ms | "
-                     f"{s['cpu_median'] * 1000:.0f} ms | {s['repeats']} |" for name, s in result["commands"].items())
+    labels = list(result["runs"])
+    header = " | ".join(f"{label}: wall, median | best | CPU, median" for label in labels)
+    rows = []
+    for name in COMMANDS:
+        cells = []
+        for label in labels:
+            s = result["runs"][label][name]
+            cells.append(f"{s['wall_median'] * 1000:.0f} ms | {s['wall_best'] * 1000:.0f} ms | {s['cpu_median'] * 1000:.0f} ms")
+        rows.append(f"| `{name}` | " + " | ".join(cells) + f" | {result['repeat']} |")
     imports = "\n".join(f"- `{name}`: " + ", ".join(f"{module} {us / 1000:.0f} ms" for module, us in top)
                         for name, top in result["top_imports"].items())
-    return f"""# `recsql --version` and `recsql metrics`, cold
+    baseline = (f" and at the baseline `{result['baseline']}` (a `git archive` of it, the same interpreter and "
+                "packages), alternated with it" if result.get("baseline") else "")
+    return f"""# The interactive commands, cold
 
-- **Date**: {result['date']}; recsql commit `{result['commit']}`
+- **Date**: {result['date']}; recsql commit `{result['commit']}`{baseline}
 - **Machine**: {result['machine']}
 - **Load average** (1, 5, 15 min) before {tuple(result['load_before'])}, after {tuple(result['load_after'])} (the
   machine is shared: other work slows every repeat; CPU time is the steadier figure)
 - **Versions**: {', '.join(f'{k} {v}' for k, v in result['versions'].items())}
 - Each repeat a fresh process, `python -m recsql ...` (the console command's entry point), interleaved;
-  `python -c pass` is the interpreter's own start.
+  `python -c pass` is the interpreter's own start. The evaluation's statement is in the run's statement
+  cache (written by an untimed first process), as on every call after a user's first.
 
-| command | wall, median | wall, best | CPU, median | repeats |
-|---|---:|---:|---:|---:|
-{rows}
+| command | {header} | repeats |
+|---|{"---:|---:|---:|" * len(labels)}---:|
+{chr(10).join(rows)}
 
-Largest imports (cumulative, one `python -X importtime` process each):
+Largest imports at `{result['commit']}` (cumulative, one `python -X importtime` process each):
 
 {imports}
 
-Made by `python benchmarks/cold_start.py` (benchmarks/README.md).
+Made by `python benchmarks/cold_start.py{' --baseline ' + result['baseline'] if result.get('baseline') else ''}` (benchmarks/README.md).
 """
+
+
+def summary(runs: list[dict]) -> dict:
+    return {"wall_median": round(statistics.median(r["wall"] for r in runs), 4),
+            "wall_best": round(min(r["wall"] for r in runs), 4),
+            "cpu_median": round(statistics.median(r["cpu"] for r in runs), 4), "runs": runs}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=9, help="fresh processes per command")
+    parser.add_argument("--baseline", help="a commit to run alternately with this checkout (default: none)")
     parser.add_argument("--out", default=str(HERE / "results"), help="the folder of cold_start.md and .json")
     args = parser.parse_args(argv)
     load_before, measured = os.getloadavg(), commit()
-    for command in COMMANDS.values():  # the bytecode written once, as after an install
-        run_once(command)
-    runs: dict[str, list[dict]] = {name: [] for name in COMMANDS}
-    for _ in range(args.repeat):
-        for name, command in COMMANDS.items():
-            runs[name].append(run_once(command))
+    with tempfile.TemporaryDirectory(prefix="recsql-cold-") as tmp:
+        roots = {f"this checkout ({measured})": REPO}
+        if args.baseline:
+            short = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=REPO, capture_output=True,
+                                   text=True, check=True).stdout.strip()
+            roots[f"baseline {short}"] = checkout(args.baseline, Path(tmp) / "baseline")
+        for root in roots.values():  # the bytecode written once, as after an install; the statement cached
+            for command in COMMANDS.values():
+                run_once(command, root)
+        runs: dict[str, dict[str, list[dict]]] = {label: {name: [] for name in COMMANDS} for label in roots}
+        for _ in range(args.repeat):
+            for name, command in COMMANDS.items():
+                for label, root in roots.items():
+                    runs[label][name].append(run_once(command, root))
     result = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": measured,
+        "baseline": args.baseline and list(roots)[-1].split()[-1],
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, {platform.platform()}",
         "load_before": [round(v, 2) for v in load_before], "load_after": [round(v, 2) for v in os.getloadavg()],
-        "versions": versions(),
-        "commands": {name: {"wall_median": round(statistics.median(r["wall"] for r in rs), 4),
-                            "wall_best": round(min(r["wall"] for r in rs), 4),
-                            "cpu_median": round(statistics.median(r["cpu"] for r in rs), 4),
-                            "repeats": len(rs), "runs": rs} for name, rs in runs.items()},
-        "top_imports": {name: top_imports(command) for name, command in COMMANDS.items() if name.startswith("recsql")},
+        "versions": versions(), "repeat": args.repeat,
+        "runs": {label: {name: summary(rs) for name, rs in by_name.items()} for label, by_name in runs.items()},
+        "top_imports": {name: top_imports(command) for name, command in COMMANDS.items() if "recsql" in name},
     }
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)

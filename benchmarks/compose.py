@@ -75,7 +75,7 @@ def _timed(argv: list[str], cwd: Path, env: dict) -> tuple[float, float, str]:
     return wall, cpu, done.stdout
 
 
-def _checkout(ref: str, into: Path) -> Path:
+def checkout(ref: str, into: Path) -> Path:
     """The repository's files at ``ref``, unpacked into ``into``."""
     archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=REPO, capture_output=True, check=True).stdout
     into.mkdir(parents=True)
@@ -109,7 +109,7 @@ def main() -> None:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="recsql-compose-") as tmp:
         tmp = Path(tmp)
-        roots = {"this checkout": REPO, f"baseline {args.baseline}": _checkout(args.baseline, tmp / "baseline")}
+        roots = {"this checkout": REPO, f"baseline {args.baseline}": checkout(args.baseline, tmp / "baseline")}
         runs: dict[str, list[dict]] = {name: [] for name in roots}
         for _ in range(args.repeat):
             for name, root in roots.items():
