@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 import recsql
+import recsql.comparison  # noqa: F401 - loaded before a test patches recsql.api.evaluate: compare binds that name
 from recsql.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
