@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from recsql import api, statements
+from recsql import api, sql_text, statements
 from recsql.compose import compose, readable
 from recsql.dialects import DIALECTS, render
 from recsql.metrics import registry
@@ -33,7 +33,8 @@ def every_metric() -> list[str]:
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Each statement_sql call's arguments and result, as evaluate and to_sql make them."""
+    """Each statement_sql call's arguments and result, as evaluate (recsql.api) and to_sql (recsql.sql_text)
+    make them."""
     seen = []
     original = statements.statement_sql
 
@@ -41,7 +42,8 @@ def calls(monkeypatch):
         sql = original(plan, metrics, output, dialect_name, pretty)
         seen.append((plan, list(metrics), output, dialect_name, pretty, sql))
         return sql
-    monkeypatch.setattr(api, "statement_sql", recording)
+    for module in (api, sql_text):
+        monkeypatch.setattr(module, "statement_sql", recording)
     return seen
 
 
