@@ -185,8 +185,14 @@ def pad_union(branches: list[exp.Select], every: list[exp.Select]) -> None:
                 types[name] = e.unalias().to
     for branch in branches:
         have = {e.alias_or_name: e for e in branch.expressions}
-        branch.set("expressions", [have.get(n) or exp.alias_(
-            exp.cast(exp.null(), types[n].copy()) if types[n] is not None else exp.null(), n) for n in order])
+        branch.set("expressions", [have[n] if n in have else _null_as(n, types[n]) for n in order])
+
+
+def _null_as(name: str, type_: exp.DataType | None) -> exp.Alias:
+    """``CAST(NULL AS type_) AS name`` (``NULL AS name`` without a type), built as nodes: sqlglot's builders
+    parse and check each argument, and a padded union builds hundreds of these."""
+    value = exp.Cast(this=exp.Null(), to=type_.copy()) if type_ is not None else exp.Null()
+    return exp.Alias(this=value, alias=exp.to_identifier(name))
 
 
 def drop_joins(select: exp.Select, aliases: set[str]) -> None:
