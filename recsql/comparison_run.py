@@ -10,9 +10,10 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 from sqlglot import exp
 
+from .comparison_baseline import baseline_keys
 from .comparison_result import finish, settle
 from .comparison_settings import Settings
-from .comparison_sql import Values, baseline_keys, statistics
+from .comparison_sql import Values, statistics
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines import runner_for

@@ -30,9 +30,10 @@ LAYERS = (
     ("compose", "SQL text from a plan, never run: the one query, its memo, the comparison's statistics statement",
      ("recsql.compose", "recsql.compose.plan", "recsql.compose.rewrite", "recsql.compose.inputs",
       "recsql.compose.policy", "recsql.compose.checks", "recsql.compose.log_checks", "recsql.compose.needs", "recsql.compose.exposure",
-      "recsql.compose.expressions", "recsql.compose.weights", "recsql.compose.samples", "recsql.compose.stage", "recsql.compose.intents",
+      "recsql.compose.expressions", "recsql.compose.weights", "recsql.compose.samples", "recsql.compose.features",
+      "recsql.compose.stage", "recsql.compose.intents",
       "recsql.compose.statement", "recsql.compose.columns", "recsql.compose.empty", "recsql.compose.unread",
-      "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
+      "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_baseline", "recsql.comparison_global",
       "recsql.comparison_logged", "recsql.comparison_samples", "recsql.comparison_weighted", "recsql.comparison_sql")),
     ("inputs", "the inputs as given: their options checked (recsql.Inputs) and defined once for every entry point "
                "(recsql.options), bound to relations, their columns "

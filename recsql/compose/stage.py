@@ -13,8 +13,9 @@ from ..metrics import Metric
 from ..templates import read_template
 from ..trees import CopiedOnRead, nodes, parse
 from .inputs import collation
-from .intents import MAX_IDEAL_K, ideal_chain
-from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, logs_runs, order_datatype, truth_runs as truth_run_keys
+from .features import ATTENTION, ideal_cutoff, largest_cutoff, stage_features
+from .intents import ideal_chain
+from .plan import TOPK_MAX_K, Plan, View, internal_runs, logs_runs, order_datatype, truth_runs as truth_run_keys
 from .policy import target_rows
 from .samples import gather_samples
 from .weights import FIXED_FEATURES, WEIGHTED_BRANCHES, WEIGHTED_FEATURES, unweighted, users_of_shared_truth
@@ -43,9 +44,6 @@ def _cascades_select(keys: list[tuple[str, str]]) -> exp.Expression:
     """(kind, grade) rows for the cascade metrics asked: grade NULL = the largest relevance in truth."""
     return _key_rows([("kind", None), ("grade", "DOUBLE")],
                      [(kind, None if grade == "auto" else grade) for kind, grade in keys])
-
-
-ATTENTION = ("attention", "attention_groups")  # features keyed by (position weight, patience, cutoff)
 
 
 @lru_cache(maxsize=1)
@@ -82,27 +80,6 @@ _COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_firs
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
 _CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr",
                "agreement_cuts": "agreement", "bias_cuts": "popularity_bias"}
-
-
-def _feature_key(feature: str, metric: Metric) -> object:
-    """What a feature is built for: the metric's cutoff, or for cascades (metric, max_grade)."""
-    if feature == "cascade":
-        return metric.name, metric.all_options().get("max_grade", "auto")
-    if feature in ("intent_depths", "intent_ideal"):
-        return float(metric.all_options()["alpha"]), metric.k
-    if feature == "category_shares":
-        options = metric.all_options()
-        weight = options.get("weight", "geometric")
-        return metric.k, weight, float(options.get("patience", 1)) if weight == "geometric" else 1.0
-    if feature == "expected_exposure":
-        options = metric.all_options()
-        return options["model"], float(options["patience"]), float(options["utility"]) if options["model"] == "gerr" \
-            else 0.0, metric.k
-    if feature in ATTENTION:
-        options = metric.all_options()
-        weight = options.get("weight", "log")
-        return weight, float(options["patience"]) if weight == "geometric" else 0.0, metric.k
-    return metric.k or 0
 
 
 def _tie_key(plan: Plan) -> exp.Expression:
@@ -223,50 +200,11 @@ def _ideal_order(plan: Plan, cte: exp.CTE, values: dict) -> None:
         cte.set("this", fold_constants(substitute(override, values, f"sql/{name}.sql")))
 
 
-def ideal_cutoff(metrics: list[Metric], features: dict) -> int | None:
-    """How many positions of each user's truth order the metrics read (None: all of them): the
-    largest cutoff, unless a metric has none or reads every truth row (stage feature truth_rows)."""
-    return None if "truth_rows" in features else largest_cutoff(metrics)
-
-
 def _read_instead(tree: exp.Expression, table: str, other: str) -> None:
     """``tree`` reads the CTE ``other`` where it read ``table`` (aliases kept)."""
     for node in nodes(tree, exp.Table):
         if node.name == table:
             node.set("this", exp.to_identifier(other))
-
-
-def largest_cutoff(metrics: list[Metric]) -> int | None:
-    """The cutoff a list is cut at for these metrics (None: the whole list)."""
-    if any(m.k is None or m.spec.full_list for m in metrics):
-        return None
-    return max((m.k for m in metrics), default=1)
-
-
-def stage_features(metrics: list[Metric]) -> dict[str, set]:
-    """The optional parts of the stage these metrics need, each with what it is built for; a metric
-    whose part cannot be built (an ideal order cut at no k, too many slots) raises."""
-    features: dict[str, set] = {}
-    for m in metrics:
-        if m.k is None and m.spec.features(m.all_options()) & {"list_ideal", "slots"}:
-            raise RecsqlError(f"metric {str(m)!r} needs a cutoff with these options (its ideal order is cut at k): "
-                              f"write it as '{m}@10'")
-        for feat in m.spec.features(m.all_options()):
-            features.setdefault(feat, set()).add(_feature_key(feat, m))
-    if max(features.get("slots", {0})) > MAX_SLOTS:
-        raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
-                          f"got k = {max(features['slots'])}")
-    for feature, limit, why in (("intent_ideal", MAX_IDEAL_K, "alpha_ndcg, nerr_ia and nnrbp support k <= {} (their greedy "
-                                                           "ideal list is unrolled in SQL, one step per position)"),
-                                ("intent_depths", MAX_SLOTS, "the intent-aware metrics support k <= {} (their "
-                                                             "normalisers' positions are generated in SQL)")):
-        largest = max((k for _, k in features.get(feature, ())), default=0)
-        if largest > limit:
-            raise RecsqlError(f"{why.format(limit)}; got k = {largest}: ask a smaller cutoff")
-    if max(features.get("agreement", {0})) > MAX_SLOTS:
-        raise RecsqlError(f"rbo supports k <= {MAX_SLOTS} (its depths are generated in SQL); "
-                          f"got k = {max(features['agreement'])}")
-    return features
 
 
 def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,

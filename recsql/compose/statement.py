@@ -23,7 +23,8 @@ from .policy import POLICIES, with_policy
 from .plan import (GLOBAL_SRC, INTENT_POPULATION_SQL, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS,
                    TIES, Plan, internal_runs, staged)
 from .rewrite import fold_constants, prune, reachable, union_branches
-from .stage import HEADS, build_stage, largest_cutoff
+from .features import largest_cutoff
+from .stage import HEADS, build_stage
 
 
 _RUNNING = ("hits_cum", "nonrel_cum")  # MAP's running hits, bpref's running judged non-relevant items
