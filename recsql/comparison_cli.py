@@ -15,6 +15,7 @@ from . import comparison, decisions_cli
 from .cli_inputs import add_min_ess_share, add_segments, column_kwargs, columns, inputs, recs_and_truth, side_kwargs
 from .cli_output import FORMATS
 from .errors import RecsqlError
+from .extras import import_ahead
 from .safe_text import for_terminal
 from .significance import CORRECTIONS
 
@@ -72,6 +73,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     recs, truth = recs_and_truth(args)
     if not args.run_cols:
         raise RecsqlError("compare needs runs: name the run key column of RECS with --run-col (e.g. --run-col model)")
+    import_ahead(("scipy.special",))  # the p-values' tails, imported while the statement runs
     result = comparison.compare(recs, truth, args.metrics, segments=args.segments, **keywords(args))
     if not 0 < args.alpha < 1:
         raise RecsqlError(f"--alpha {args.alpha}: the verdict's level must be between 0 and 1, e.g. --alpha 0.05")

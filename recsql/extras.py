@@ -12,6 +12,7 @@ recsql dbt generate needs PyYAML, which the dbt extra installs: pip install 'rec
 from __future__ import annotations
 
 import importlib
+import threading
 from types import ModuleType
 
 # top-level module -> (the extra that installs it, the package's name on the package index)
@@ -59,3 +60,21 @@ def missing_extra(err: ModuleNotFoundError, needed_by: str) -> str | None:
         return str(err)
     module = (err.name or "").split(".")[0]
     return str(MissingExtra(module, needed_by)) if module in EXTRAS else None
+
+
+def import_ahead(modules: tuple[str, ...]) -> threading.Thread:
+    """Import ``modules`` in a background thread, for a command that needs them once its query has run
+    (scipy's special functions for the tests' p-values). DuckDB releases the GIL while a query runs, so
+    these imports (a quarter of a second or more on a cold start) overlap with the query instead of
+    following it; an import that fails here is simply made again, and reported, where it is used.
+    Called once the command's own modules, DuckDB's among them, are imported: a native module loaded
+    in two threads at once can fail (DuckDB's did, beside pandas)."""
+    def load() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - imported again where it is used, which reports it
+                return
+    thread = threading.Thread(target=load, name="recsql-import-ahead", daemon=True)
+    thread.start()
+    return thread

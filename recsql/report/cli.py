@@ -13,14 +13,13 @@ stderr when it is a terminal (``--quiet``: none).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-import threading
 import time
 from typing import TextIO
 
 from ..errors import RecsqlError
+from ..extras import import_ahead
 from ..safe_text import for_terminal
 from .data import MAX_K
 
@@ -102,26 +101,10 @@ def _check_out(args: argparse.Namespace) -> None:
     check_outputs({}, {"--out": args.out}, [], files, db=args.db)
 
 
-# Imported ahead, while the engine computes (:func:`import_ahead`): the special functions of the
+# Imported ahead, while the engine computes (:func:`recsql.extras.import_ahead`): the special functions of the
 # tests' tails, and the root finder and the integrator (the noncentral t's far tails, where scipy's own
 # is NaN) of the detectable differences the page shows (recsql.decisions).
 AHEAD = ("scipy.special", "scipy.optimize", "scipy.integrate")
-
-
-def import_ahead(modules: tuple[str, ...] = AHEAD) -> threading.Thread:
-    """Import ``modules`` in a background thread. DuckDB releases the GIL while a query runs, so
-    these imports (most of a second on a cold start) overlap with the evaluation and the comparison
-    instead of following them; an import that fails here is simply made again, and reported, where
-    it is used."""
-    def load() -> None:
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - imported again where it is used, which reports it
-                return
-    thread = threading.Thread(target=load, name="recsql-import-ahead", daemon=True)
-    thread.start()
-    return thread
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -130,7 +113,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..comparison_cli import keywords
     from . import report as make_report
     _check_out(args)
-    import_ahead()
+    import_ahead(AHEAD)
     recs, truth = _recs_and_truth(args)
     started = time.perf_counter()
     segmented = bool(args.segments or args.segment_cols)
