@@ -1,5 +1,5 @@
-"""The interactive commands, cold: ``recsql --version``, ``recsql metrics``, ``recsql sql`` and
-``recsql evaluate`` on the fixture, a fresh process each, as a user types them.
+"""The interactive commands, cold: ``recsql --version``, ``recsql metrics``, ``recsql sql``, and
+``recsql evaluate`` and ``recsql compare`` on the fixture, a fresh process each, as a user types them.
 
     python benchmarks/cold_start.py                     # 9 processes per command
     python benchmarks/cold_start.py --repeat 21
@@ -48,7 +48,10 @@ COMMANDS = {"python -c pass": ["-c", "pass"], "recsql --version": ["-m", "recsql
             "recsql sql -m ndcg@10 -m map@10 --dialect postgres": ["-m", "recsql", "sql", "-m", "ndcg@10", "-m",
                                                                   "map@10", "--dialect", "postgres"],
             "recsql evaluate (the fixture, 2 metrics, 2 runs)": ["-m", "recsql", "evaluate", *FIXTURE, "-m", "ndcg@10",
-                                                                 "-m", "map@10", "--run-col", "model"]}
+                                                                 "-m", "map@10", "--run-col", "model"],
+            "recsql compare (the fixture, 2 metrics, 2 runs)": ["-m", "recsql", "compare", *FIXTURE, "-m", "ndcg@10",
+                                                                "-m", "recall@20", "--run-col", "model", "--baseline",
+                                                                "popular"]}
 CACHE = Path(tempfile.mkdtemp(prefix="recsql-cold-cache-"))  # this run's statement cache
 
 
