@@ -228,6 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupted.append(signum)
         raise KeyboardInterrupt
 
+    def unraisable(report: object) -> None:
+        """Python's report of an exception it cannot raise (one in a weakref callback, such as the import
+        system's module-lock cleanup), less the KeyboardInterrupt of a signal recsql received there: the
+        run still ends as interrupted (``stop_if_signalled``), with its one line and no "Exception
+        ignored in" traceback before it."""
+        if not (interrupted and isinstance(getattr(report, "exc_value", None), KeyboardInterrupt)):
+            given_hook(report)
+
     def stopped() -> int:
         """One line and the shell's code for the signal (130 for SIGINT, 143 for SIGTERM), after the
         ``finally`` blocks and exit handlers have removed what the run made (spill directory,
@@ -241,8 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # as its handler is installed is caught like any other
     previous: dict[int, object] = {}
     argv = sys.argv[1:] if argv is None else list(argv)
-    given = sys.stdout
+    given, given_hook = sys.stdout, sys.unraisablehook
     sys.stdout = Stdout(given)
+    sys.unraisablehook = unraisable
     try:
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = _install(signum, on_signal)
@@ -287,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for signum, handler in previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
+        sys.unraisablehook = given_hook
 
 
 def _in_flags(message: str, argv: Sequence[str]) -> str:

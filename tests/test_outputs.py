@@ -412,6 +412,32 @@ _SWALLOWED = ("import os, signal, sys, time\n"
               "sys.argv = ['recsql', 'metrics']; sys.exit(main())")
 
 
+# A Ctrl-C that lands inside a weakref callback (as the import system's module-lock cleanup runs one):
+# Python cannot raise the KeyboardInterrupt there and reports it as "Exception ignored in ...".
+_IN_CALLBACK = ("import os, signal, sys, time, weakref\n"
+                "class Thing:\n"
+                "    pass\n"
+                "class Trigger:\n"
+                "    def find_spec(self, name, path=None, target=None):\n"
+                "        if name == 'recsql.specs' and not hasattr(self, 'done'):\n"
+                "            self.done = True\n"
+                "            thing = Thing()\n"
+                "            def gone(_):\n"
+                "                os.kill(os.getpid(), signal.SIGINT); time.sleep(0.5)\n"
+                "            self.ref = weakref.ref(thing, gone)\n"
+                "            del thing\n"
+                "sys.meta_path.insert(0, Trigger())\n"
+                "from recsql.entry import main\n"
+                "sys.argv = ['recsql', 'metrics']; sys.exit(main())")
+
+
+def test_ctrl_c_inside_a_callback_python_cannot_raise_from_ends_with_one_line():
+    """The run ends as interrupted (the signal was recorded), with the one line and no "Exception ignored"
+    traceback before it."""
+    child = subprocess.run([sys.executable, "-c", _IN_CALLBACK], capture_output=True, text=True, timeout=60)
+    assert (child.returncode, child.stderr) == (130, "recsql: interrupted\n"), (child.returncode, child.stderr)
+
+
 def test_ctrl_c_that_the_import_turns_into_another_error_ends_with_one_line():
     """The same when the interrupted import raises something else than KeyboardInterrupt."""
     child = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=60)
