@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .compose import Plan, logs_in, reward_model_in
-from .compose.plan import input_runs, internal_runs, logs_runs
+from .compose.plan import logs_run_pairs
 from .compose.log_checks import LOG_RULES, inconsistent_slates, invalid_log_value, logged_rules, slate_rules
 from .dialects import render
 from .engines.base import Runner
@@ -34,8 +34,7 @@ def refuse_logs(runner: Runner, plan: Plan, found: dict[str, int]) -> None:
         raise RecsqlError(f"reward_model has {found['reward_model_invalid_rows']} row(s) with a NULL context or item "
                           f"or a NULL, NaN or infinite {plan.model_reward_col or plan.reward_col!r}: a prediction is "
                           "a finite number; fix or drop those rows")
-    runs = [(internal, column) for internal, column in zip(internal_runs(plan), input_runs(plan))
-            if internal in logs_runs(plan)]  # logs per run: an impression is one row of its run's logs
+    runs = [(internal, column) for column, internal in logs_run_pairs(plan)]  # logs per run: one row of its run's logs
     keyed = {"logs": (logs_in, [*(i for i, _ in runs), "user_id", "item_id", "position"],
                       [*(c for _, c in runs), plan.user_col, plan.item_col, plan.position_col or "position"],
                       "An impression is one row: if these are different requests of one user, give each request "

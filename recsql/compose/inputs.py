@@ -10,7 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import RecsqlError
-from .plan import Plan, input_runs, internal_runs, logs_runs, order_datatype, quoted_column, segment_runs
+from .plan import Plan, input_runs, internal_runs, logs_run_pairs, order_datatype, quoted_column, segment_runs
 from .policy import PER_POSITION
 
 
@@ -205,8 +205,7 @@ def logs_in(plan: Plan) -> exp.Select:
     # refuse logs without it: recsql/compose/needs.py)
     slate, cascade = (quoted_column(c) if c else exp.null() for c in (plan.slate_propensity_col,
                                                                        plan.cascade_propensity_col))
-    keyed = logs_runs(plan)
-    runs = [_id(plan, c, r, "logs") for c, r in zip(input_runs(plan), internal_runs(plan)) if r in keyed]
+    runs = [_id(plan, c, r, "logs") for c, r in logs_run_pairs(plan)]
     if plan.logs_copy_col:  # compare's resampled traffic: a context's copy, each its own slate
         runs.append(exp.alias_(quoted_column(plan.logs_copy_col), "copy"))
     return exp.select(*runs, _id(plan, plan.user_col, "user_id", "logs"), _id(plan, plan.item_col, "item_id", "logs"),

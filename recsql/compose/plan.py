@@ -184,11 +184,16 @@ def internal_runs(plan: Plan) -> list[str]:
     return [f"_run{i}" for i in range(len(plan.run_cols))]
 
 
-def logs_runs(plan: Plan) -> list[str]:
-    """Internal names of the run keys the logs carry: every one for compare's resampled traffic, else those of
-    ``logs_run_cols``."""
-    return [internal for column, internal in zip(input_runs(plan), internal_runs(plan))
+def logs_run_pairs(plan: Plan) -> list[tuple[str, str]]:
+    """The run keys the logs carry, each as (its column in the logs, its internal name): every one for compare's
+    resampled traffic, else those of ``logs_run_cols``."""
+    return [(column, internal) for column, internal in zip(input_runs(plan), internal_runs(plan))
             if plan.logs_has_runs or column in plan.logs_run_cols]
+
+
+def logs_runs(plan: Plan) -> list[str]:
+    """Internal names of the run keys the logs carry (:func:`logs_run_pairs`)."""
+    return [internal for _, internal in logs_run_pairs(plan)]
 
 
 def input_runs(plan: Plan) -> tuple[str, ...]:
