@@ -203,5 +203,5 @@ def drop_joins(select: exp.Select, aliases: set[str]) -> None:
 
 
 def null_column(select: exp.Select, name: str, type_: str) -> None:
-    select.set("expressions", [exp.alias_(exp.cast(exp.null(), type_), name) if e.alias_or_name == name else e
+    select.set("expressions", [_null_as(name, exp.DataType.build(type_)) if e.alias_or_name == name else e
                                for e in select.expressions])
