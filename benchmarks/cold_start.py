@@ -52,27 +52,27 @@ COMMANDS = {"python -c pass": ["-c", "pass"], "recsql --version": ["-m", "recsql
             "recsql compare (the fixture, 2 metrics, 2 runs)": ["-m", "recsql", "compare", *FIXTURE, "-m", "ndcg@10",
                                                                 "-m", "recall@20", "--run-col", "model", "--baseline",
                                                                 "popular"]}
-CACHE = Path(tempfile.mkdtemp(prefix="recsql-cold-cache-"))  # this run's statement cache
 
 
-def env(root: Path = REPO) -> dict[str, str]:
+def env(root: Path, cache: Path) -> dict[str, str]:
+    """The commands' environment: ``root`` first on the path, and ``cache`` the statement cache of the run."""
     return {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "", "PYTHONWARNINGS": "ignore",
-            "RECSQL_CACHE_DIR": str(CACHE)}
+            "RECSQL_CACHE_DIR": str(cache)}
 
 
-def run_once(args: list[str], root: Path = REPO) -> dict[str, float]:
+def run_once(args: list[str], root: Path, cache: Path) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, *args], cwd=root, env=env(root), check=True, stdout=subprocess.DEVNULL,
+    subprocess.run([sys.executable, *args], cwd=root, env=env(root, cache), check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
 
 
-def top_imports(args: list[str], count: int = 8) -> list[list]:
+def top_imports(args: list[str], cache: Path, count: int = 8) -> list[list]:
     """The ``count`` modules of largest cumulative import time (µs) in one ``-X importtime`` process."""
-    ran = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=REPO, env=env(), capture_output=True,
+    ran = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=REPO, env=env(REPO, cache), capture_output=True,
                          text=True, check=True)
     rows = []
     for line in ran.stderr.splitlines():
@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(HERE / "results"), help="the folder of cold_start.md and .json")
     args = parser.parse_args(argv)
     load_before, measured = os.getloadavg(), commit()
+    short = None
     with tempfile.TemporaryDirectory(prefix="recsql-cold-") as tmp:
+        cache = Path(tmp) / "statements"  # the run's statement cache, removed with it
         roots = {f"this checkout ({measured})": REPO}
         if args.baseline:
             short = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=REPO, capture_output=True,
@@ -145,20 +147,21 @@ def main(argv: list[str] | None = None) -> int:
             roots[f"baseline {short}"] = checkout(args.baseline, Path(tmp) / "baseline")
         for root in roots.values():  # the bytecode written once, as after an install; the statement cached
             for command in COMMANDS.values():
-                run_once(command, root)
+                run_once(command, root, cache)
         runs: dict[str, dict[str, list[dict]]] = {label: {name: [] for name in COMMANDS} for label in roots}
         for _ in range(args.repeat):
             for name, command in COMMANDS.items():
                 for label, root in roots.items():
-                    runs[label][name].append(run_once(command, root))
+                    runs[label][name].append(run_once(command, root, cache))
+        imports = {name: top_imports(command, cache) for name, command in COMMANDS.items() if "recsql" in name}
     result = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": measured,
-        "baseline": args.baseline and list(roots)[-1].split()[-1],
+        "baseline": short,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, {platform.platform()}",
         "load_before": [round(v, 2) for v in load_before], "load_after": [round(v, 2) for v in os.getloadavg()],
         "versions": versions(), "repeat": args.repeat,
         "runs": {label: {name: summary(rs) for name, rs in by_name.items()} for label, by_name in runs.items()},
-        "top_imports": {name: top_imports(command) for name, command in COMMANDS.items() if "recsql" in name},
+        "top_imports": imports,
     }
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
