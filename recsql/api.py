@@ -6,8 +6,6 @@ import time
 import warnings
 from typing import Any, Iterable, Sequence
 
-import pandas as pd
-import pyarrow as pa
 from sqlglot import exp
 
 from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, logs_in, per_run_only, population_counts
@@ -22,6 +20,7 @@ from .frames import column_maxima, columns_of, records, rows_of
 from .inputs import EXPECTED_RECS_RENAMED, Inputs, input_keywords, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
+from .result_frames import ResultFrames
 from .run_labels import plain
 from .statements import finalize_sql, statement_sql
 from .sql_text import to_sql  # noqa: F401 - recsql.api.to_sql, as before
@@ -113,8 +112,9 @@ def evaluate(
         # (one row per run where every metric is global: their values need no user's row)
         sql = statement_sql(plan, computed, "runs" if per_run_only(plan, computed) else "raw", runner.dialect)
         raw = fetch_checked(runner, plan, sql)
-        per_user, summary, found = _split(plan, computed, raw)
-        _warn_segment_runs(plan, raw)
+        rows, found = _split(plan, computed, raw, drop=[m.column for m in computed[len(parsed):]])
+        summary = rows.arrow("summary", whole=True)
+        _warn_segment_runs(plan, rows)
         if RECS_ROWS not in columns_of(raw) or rows_of(raw) == 0:
             # no user row carried the checks (an empty population, or invalid rows that left no user):
             # read them alone
@@ -126,13 +126,13 @@ def evaluate(
         if computed != parsed and (plan.logs_run_cols or per_slate(computed)):  # each run's n, or the slates
             counts = _logged_counts(runner, plan)
             logged = counts if plan.logs_run_cols else counts.get((), Counts(0, 0))
-    warn_weights(summary, computed, logged, share, [c for c in summary.columns][:len(plan.run_cols)],
-                 [c for c in summary.columns[:len(plan.run_cols)] if c in plan.logs_run_cols])
-    summary = summary.drop(columns=[m.column for m in computed[len(parsed):]])
+    run_keys = summary.column_names[:len(plan.run_cols)]
+    summary_rows = summary.to_pylist()
+    warn_weights(summary_rows, computed, logged, share, run_keys, [c for c in run_keys if c in plan.logs_run_cols])
     counted = population_counts(plan, parsed)
     truth_counts = [name for name, _, kind in counted if kind == "truth"]
     intent_counts = [name for name, _, kind in counted if kind == "intents"]
-    for _, row in summary.iterrows():
+    for row in summary_rows:
         if any(row[name] == 0 for name in truth_counts):
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
                           f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
@@ -141,12 +141,12 @@ def evaluate(
                           f"{plan.population!r}, relevant: relevance >= threshold = {cols['threshold']}) in a run; "
                           "their values are NULL", RecsqlWarning, stacklevel=2)
     inputs = tuple(src.table for src in sources.values() if src.table)
-    return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
+    return Evaluation(rows=rows, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
                       run_cols=tuple(plan.run_cols), user_col=plan.user_col, options=described.given_options(cols))
 
 
-def _warn_segment_runs(plan: Plan, raw: Any) -> None:
+def _warn_segment_runs(plan: Plan, rows: ResultFrames) -> None:
     """Warn when a run column looks like user segments: truth is shared by the runs (it lacks the run
     columns) and, among the users with recommendations, every user appears under exactly one value of
     the column (within each value of the other run columns), which has two values or more. Each such
@@ -155,16 +155,17 @@ def _warn_segment_runs(plan: Plan, raw: Any) -> None:
     this warns and does not refuse. Read from the raw per-user rows the query returned: no extra scan."""
     if plan.truth is None or plan.truth_has_runs or plan.segments is not None or not plan.run_cols:
         return
-    runs = internal_runs(plan)
-    rows = raw.select([*runs, "user_id", "_has_recs"]).to_pandas() if isinstance(raw, pa.Table) else \
-        (raw.to_pandas() if hasattr(raw, "to_pandas") and not isinstance(raw, pd.DataFrame) else raw)
-    rows = rows[rows["_has_recs"] == 1]
+    runs = internal_runs(plan)  # _run0, _run1, ...: plain names
     for i, column in enumerate(plan.run_cols):
-        others = [r for j, r in enumerate(runs) if j != i]
-        if rows[runs[i]].nunique() < 2 or rows.groupby([*others, "user_id"], dropna=False)[runs[i]].nunique().max() != 1:
+        groups = ", ".join([*(r for j, r in enumerate(runs) if j != i), "user_id"])
+        # the values of the column, and the most any (other runs, user) group has (NULL: no group; a NULL value is none)
+        values, most = rows.query(
+            f"WITH r AS (SELECT * FROM per_user WHERE _has_recs = 1) SELECT (SELECT COUNT(DISTINCT {runs[i]}) FROM r), "
+            f"(SELECT MAX(n) FROM (SELECT COUNT(DISTINCT {runs[i]}) AS n FROM r GROUP BY {groups}))")[0]
+        if values < 2 or most != 1:
             continue
         warnings.warn(f"run_cols: every user of recs appears under one value of the run column {column!r} (which "
-                      f"has {rows[runs[i]].nunique()}), and truth has no {column!r} column: each of its runs is "
+                      f"has {values}), and truth has no {column!r} column: each of its runs is "
                       f"scored over every truth user, those of the other values counted as 0 (users_without_recs). "
                       f"If {column!r} gives user segments, pass segments= (a table of {plan.user_col!r} -> "
                       f"{column!r}; CLI: --segments) instead, to evaluate within each segment",
@@ -172,22 +173,22 @@ def _warn_segment_runs(plan: Plan, raw: Any) -> None:
         return
 
 
-def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
-    """Per-user rows, the summary and the values of the diagnostic columns the raw rows carry (and ``_recs_rows``) from the query's raw rows (the engine's per-user
-    values), finished by the same SQL :func:`to_sql` appends, run on a cursor of recsql's own in-memory DuckDB."""
-    columns = list(raw.column_names if hasattr(raw, "column_names") else raw.columns)
+def _split(plan: Plan, metrics: list[Metric], raw: Any, drop: list[str]) -> tuple[ResultFrames, dict[str, int]]:
+    """The result rows (finished when first read; the summary leaves out the columns ``drop``, which only the
+    warnings read) and the values of the diagnostic columns the raw rows carry (and ``_recs_rows``), from the
+    query's raw rows (the engine's per-user values), finished by the same SQL :func:`to_sql` appends, run on a
+    cursor of recsql's own in-memory DuckDB."""
+    columns = columns_of(raw)
     diagnostics = [c for c in DIAGNOSTICS if c in columns]
     names = [*diagnostics, *[n for n in (RECS_ROWS, LOGS_ROWS) if n in columns]]
-    with shared.cursor() as con:
-        con.register("per_user", raw)
-        per_user = con.execute(finalize_sql(plan, metrics, "per_user")).df()
-        # the checks are all 0 when evaluate returns (it raises otherwise): the summary leaves them out
-        summary = con.execute(finalize_sql(plan, metrics, "summary")).df()
-        found = column_maxima(raw, names)
-        if found is None:
-            row = con.execute(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user").fetchone()
-            found = dict(zip(names, row))
-    return per_user, summary, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
+    # the summary leaves the checks out: they are all 0 when evaluate returns (it raises otherwise)
+    summary = finalize_sql(plan, metrics, "summary")
+    rows = ResultFrames(raw, {"per_user": finalize_sql(plan, metrics, "per_user"), "summary": summary},
+                        {"summary": drop})
+    found = column_maxima(raw, names)
+    if found is None:
+        found = dict(zip(names, rows.query(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user")[0]))
+    return rows, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 
 def _logged_counts(runner: Any, plan: Plan) -> dict[tuple, Counts]:

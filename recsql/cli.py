@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 from .cli_inputs import (add_min_ess_share, add_segment_col, add_segments, column_kwargs, columns, inputs, metric_option, recs_and_truth,
                          renamed_options, segment_kwargs, side_inputs, side_kwargs)
-from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say, silence_stdout
+from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say, silence_stdout, summary_text
 from .errors import RecsqlError
 from .options import add as add_option
 from .extras import missing_extra
@@ -65,7 +65,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.per_user:
         writer = WRITERS[Path(args.per_user).suffix.lower()]
         write_file(args.per_user, lambda path: writer(result.per_user, path), "--per-user")
-    print(FORMATS[args.format](result.summary), flush=True)
+    print(summary_text(result, args.format), flush=True)
     print(f"recsql: {len(result.metrics)} metric(s), {_counted(result)}, {result.rows_in:,} recommendation rows, "
           f"{result.seconds:.3f} s", file=sys.stderr)
     return 0
@@ -74,8 +74,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _counted(result) -> str:
     """The users evaluated, said as what they are: the runs, the distinct users, and with several
     runs the (run, user) rows of the per-user table (any asked metric's population)."""
-    runs, rows = len(result.summary), len(result.per_user)
-    users = result.per_user[result.user_col].nunique() if rows else 0
+    import pyarrow.compute as pc
+    per_user = result.rows.arrow("per_user")  # Arrow: no pandas for a count
+    runs, rows = result.rows.arrow("summary").num_rows, per_user.num_rows
+    users = pc.count_distinct(per_user.column(result.user_col)).as_py() if rows else 0
     return f"{runs} run(s), {users} user(s)" + (f", {rows} (run, user) rows" if runs > 1 else "")
 
 

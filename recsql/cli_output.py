@@ -7,9 +7,10 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .safe_text import for_terminal
+from .table_text import table_text
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
     "table": lambda df: for_terminal(df.to_string(index=False, float_format=lambda v: f"{v:.6f}")),  # for reading
@@ -21,6 +22,13 @@ WRITERS: dict[str, Callable[[pd.DataFrame, str], None]] = {
     ".parquet": lambda df, p: df.to_parquet(p, index=False),
     ".json": lambda df, p: Path(p).write_text(_to_json(df) + "\n", encoding="utf-8"),
 }
+
+
+def summary_text(result: Any, form: str) -> str:
+    """An evaluation's summary in the format ``form``: the table from its Arrow rows when :func:`table_text` writes
+    them (the text pandas would write, without loading pandas), else by :data:`FORMATS` from its DataFrame."""
+    text = table_text(result.rows.arrow("summary")) if form == "table" else None
+    return for_terminal(text) if text is not None else FORMATS[form](result.summary)
 
 
 def _to_json(df: pd.DataFrame) -> str:

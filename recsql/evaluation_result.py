@@ -5,25 +5,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import pandas as pd
-
-from .comparison_result import Comparison
-from .comparison_run import compare_per_user, refuse_global
-from .comparison_settings import Settings
 from .metrics import Metric
-from .output import write_outputs
-from .report import evaluation_html, from_evaluation
-from .report import report as make_report
+from .result_frames import ResultFrames
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
 class Evaluation:
-    """The result of :func:`evaluate`: ``summary`` (one row per run) and ``per_user`` DataFrames."""
+    """The result of :func:`evaluate`: ``summary`` (one row per run) and ``per_user`` DataFrames, each made when
+    first read (``rows``: the engine's rows and the statements that finish them; the command line reads them as
+    Arrow tables, without pandas)."""
 
-    summary: pd.DataFrame
-    per_user: pd.DataFrame
+    rows: ResultFrames = field(repr=False)
     metrics: list[Metric]
     sql: str = field(repr=False)
     engine: str = "DuckDB"
@@ -35,11 +32,22 @@ class Evaluation:
     # the options it was computed with: those given, and the convention's tie rule and population
     options: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def summary(self) -> pd.DataFrame:
+        """One row per run: the run keys, the user counts, one column per metric."""
+        return self.rows.frame("summary")
+
+    @property
+    def per_user(self) -> pd.DataFrame:
+        """One row per (run, user): the run keys, the user, one column per metric."""
+        return self.rows.frame("per_user")
+
     def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
         """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
         ``.duckdb`` path), atomically; refuses, before writing anything, to replace a table the
         evaluation read (however it is qualified or capitalised, or read through a view) or to
         write both to one table."""
+        from .output import write_outputs
         write_outputs(con, [(label, name, frame) for label, name, frame in
                             (("summary", summary, self.summary), ("per_user", per_user, self.per_user))
                             if name is not None], protected=self.inputs)
@@ -52,6 +60,9 @@ class Evaluation:
         ``segments``: compared within each segment, as :func:`recsql.compare`'s (a DataFrame, an Arrow
         table or a file: one row per user, the user column and the segment columns). Returns a
         :class:`recsql.Comparison`."""
+        from .comparison_result import Comparison
+        from .comparison_run import compare_per_user, refuse_global
+        from .comparison_settings import Settings
         settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
         refuse_global(self.metrics)
         started = time.perf_counter()
@@ -70,16 +81,20 @@ class Evaluation:
         summary, with two or more runs compared against ``baseline`` (None: every pair) from these
         per-user values (``options``: :meth:`compare`'s; ``inputs={"recs": ...}`` to fingerprint the
         inputs), per-user distributions, curves over the cutoffs evaluated, definitions and the SQL."""
+        from .report import report as make_report
         make_report(evaluation=self, out=path, baseline=baseline, title=title, **{"options": self.options, **options})
         return str(path)
 
     def to_markdown(self) -> str:
         """The summary table (runs × metrics) in Markdown."""
+        from .report import from_evaluation
         return from_evaluation(self, compared=False).to_markdown()
 
     def to_latex(self) -> str:
         """The summary table (runs × metrics) as a LaTeX table."""
+        from .report import from_evaluation
         return from_evaluation(self, compared=False).to_latex()
 
     def _repr_html_(self) -> str:
+        from .report import evaluation_html
         return evaluation_html(self)

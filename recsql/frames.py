@@ -3,14 +3,15 @@ Arrow table, or a frame with ``to_pandas()`` (Spark, DataFusion).
 
 >>> import pyarrow as pa
 >>> table = pa.table({"n": pa.array([3, None, 5], pa.int64())})
->>> columns_of(table), rows_of(table), column_maxima(table, ["n"]), records(table)[0]
-(['n'], 3, {'n': 5}, {'n': 3.0})
+>>> columns_of(table), rows_of(table), column_maxima(table, ["n"]), records(table)[1]
+(['n'], 3, {'n': 5}, {'n': None})
+
+Nothing here imports pandas: a frame that is one was made by pandas, already loaded.
 """
 from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,8 +27,10 @@ def rows_of(frame: Any) -> int:
 
 
 def records(frame: Any) -> list[dict[str, Any]]:
-    """The rows of a fetched result as dicts."""
-    table = frame.to_pandas() if hasattr(frame, "to_pandas") and not isinstance(frame, pd.DataFrame) else frame
+    """The rows of a fetched result as dicts (an Arrow table's as Python values, a NULL as None)."""
+    if isinstance(frame, pa.Table):
+        return frame.to_pylist()
+    table = frame if hasattr(frame, "to_dict") else frame.to_pandas()  # pandas, or a frame that makes one
     return table.to_dict("records")
 
 

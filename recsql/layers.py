@@ -18,10 +18,11 @@ MAX_LINES = 400  # the longest a module of recsql/ may be
 # (layer, why it sits where it does, its modules), lowest first
 LAYERS = (
     ("base", "helpers that know no metric: errors, optional dependencies, files, text safe to show, the SQL "
-             "templates and sqlglot trees, recsql's own DuckDB, engines' result frames, TREC files, run labels, "
+             "templates and sqlglot trees, recsql's own DuckDB, engines' result frames, evaluate's result rows and their text, TREC files, run labels, "
              "the resampling mixer, the tests' tails and power, the gates as written; the package (its version) and this table",
      ("recsql", "recsql.layers", "recsql.errors", "recsql.extras", "recsql.files", "recsql.safe_text",
-      "recsql.templates", "recsql.trees", "recsql.database", "recsql.frames", "recsql.trec", "recsql.run_labels",
+      "recsql.templates", "recsql.trees", "recsql.database", "recsql.frames", "recsql.result_frames",
+      "recsql.table_text", "recsql.trec", "recsql.run_labels",
       "recsql.resampling", "recsql.significance", "recsql.decisions", "recsql.power_simulation", "recsql.gates")),
     ("registry", "what a metric is and how SQL is written for a dialect: the headers of sql/*.sql, the metric "
                  "families, other tools' names for the metrics, conventions, discounts, the dialects' switches",

@@ -20,16 +20,17 @@ import json
 import math
 import os
 import uuid
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import duckdb
-import numpy as np
-import pandas as pd
 
 from .database import in_transaction, open_database
 from .errors import RecsqlError
 from .files import check_file_output, stop_if_signalled, write_file  # noqa: F401 - write_file: recsql.output's since the start
 from .sources import looks_like_path, table_relation
+
+if TYPE_CHECKING:  # the frames written are pandas', loaded by whoever made them; the checks need no pandas
+    import pandas as pd
 
 
 Key = tuple[str, str, str]  # (catalog, schema, table), lower-cased: DuckDB compares names case-insensitively
@@ -127,6 +128,8 @@ def _view_reads(sql: str) -> list[list[str]]:
 def _plain(value: Any) -> Any:
     """One cell as a JSON value: NULL, NaN and ±infinity become null (JSON has no NaN); numbers
     stay exact (Python writes a float with the shortest digits that read back to the same double)."""
+    import numpy as np
+    import pandas as pd
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or value is pd.NA or value is pd.NaT:
@@ -144,6 +147,8 @@ def _plain(value: Any) -> Any:
 
 def _column_json(column: pd.Series) -> list[str]:
     """Each cell of a column as JSON text; numeric columns without a Python call per cell."""
+    import numpy as np
+    import pandas as pd
     values = column.to_numpy() if isinstance(column.dtype, np.dtype) else None
     if values is None or values.dtype.kind not in "fiub":  # text, dates, nullable types: each distinct value once
         codes, distinct = pd.factorize(column, use_na_sentinel=True)

@@ -109,9 +109,9 @@ def diagnostics(metrics: Sequence[Metric], share: float) -> list[Metric]:
     return [ess for ess in _estimators(metrics) if ess not in metrics]
 
 
-def warn_weights(summary: Any, metrics: Sequence[Metric], n: Counts | dict[tuple, Counts], share: float,
+def warn_weights(summary: Sequence[dict[str, Any]], metrics: Sequence[Metric], n: Counts | dict[tuple, Counts], share: float,
                  run_cols: Sequence[str], logs_run_cols: Sequence[str] = ()) -> None:
-    """A :class:`RecsqlWarning` per run and kind of weights of ``summary`` (every metric of ``metrics``, the
+    """A :class:`RecsqlWarning` per run and kind of weights of ``summary`` (its rows; every metric of ``metrics``, the
     :func:`diagnostics` too, one column each) whose ESS is below ``share`` · ``n``: the logged impressions (the
     logged slates for the slate weights), or with logs per run, those of the run's own logs (``n`` by the values of
     ``logs_run_cols``; a run without logs is not warned about: its estimates are NULL)."""
@@ -123,7 +123,7 @@ def warn_weights(summary: Any, metrics: Sequence[Metric], n: Counts | dict[tuple
         kind = ess.all_options()["weights"]
         units = "slates" if kind == "slate" else "impressions"
         what = f"target={ess.all_options()['target']}" if kind == "impression" else f"weights={kind}"
-        for row in summary.to_dict("records"):  # each column's own type (iterrows would make an int run key a float)
+        for row in summary:
             counts = n.get(tuple(plain(row[c]) for c in logs_run_cols), Counts(0, 0)) if isinstance(n, dict) else n
             logged = counts.slates if kind == "slate" else counts.rows
             if not logged:

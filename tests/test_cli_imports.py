@@ -90,3 +90,13 @@ def test_composing_a_comparison_and_generating_dbt_models_import_no_dataframe(tm
                                         "  - {name: quality, recs: recs, truth: truth, metrics: [ndcg@10, recall@20]}\n")
     assert loaded_after(["dbt", "generate", "--project", str(project)], heavy) == []
     assert (project / "models" / "recsql" / "quality.sql").is_file()
+
+
+def test_an_evaluation_printed_as_a_table_imports_no_pandas():
+    """``recsql evaluate`` with its default table finishes its rows and prints them from Arrow tables: pandas
+    (a third of a second cold) is not imported; asked for csv or json, which pandas writes, it is. The table
+    printed is pandas' text either way (tests/test_table_text.py)."""
+    argv = ["evaluate", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet", "-m", "ndcg@10", "-m", "map@10",
+            "--run-col", "model"]
+    assert loaded_after(argv, ("recsql.api", "pandas")) == ["recsql.api"]
+    assert loaded_after([*argv, "--format", "csv"], ("recsql.api", "pandas")) == ["pandas", "recsql.api"]

@@ -185,9 +185,9 @@ def test_finalize_sql_is_finalize():
     seen = []
     original = api._split
 
-    def recording(plan, metrics, raw):
+    def recording(plan, metrics, raw, drop):
         seen.append((plan, metrics))
-        return original(plan, metrics, raw)
+        return original(plan, metrics, raw, drop)
     api._split, saved = recording, api._split
     try:
         api.evaluate(recs, truth, METRICS, run_cols=["model"])

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
-
-import pandas as pd
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import RecsqlError
 from ..sources import Source
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 
 class Runner:
@@ -105,7 +106,7 @@ class Runner:
 
     def fetch_rows(self, sql: str) -> list[tuple]:
         frame = self.fetch(sql)
-        if isinstance(frame, pa.Table):  # NULL as None, as DB-API drivers give it
+        if hasattr(frame, "column_names"):  # an Arrow table: NULL as None, as DB-API drivers give it
             return list(zip(*(column.to_pylist() for column in frame.columns)))
         return [tuple(row) for row in frame.itertuples(index=False, name=None)]
 
@@ -122,6 +123,7 @@ class Runner:
 
 def frame_from_cursor(cursor: Any) -> pd.DataFrame:
     """A DB-API cursor's result as a DataFrame."""
+    import pandas as pd  # the DB-API engines' rows: a frame (DuckDB's own runner returns Arrow, without pandas)
     columns = [d[0] for d in cursor.description]
     return pd.DataFrame.from_records(cursor.fetchall(), columns=columns)
 

@@ -1,0 +1,84 @@
+"""recsql.table_text writes a result table as pandas does (``to_string(index=False)`` with six decimals, the
+command line's table format), from the Arrow rows DuckDB returns, so ``recsql evaluate`` can print its summary
+without importing pandas. The reference is pandas itself, on the DataFrame DuckDB's ``.df()`` makes of the same
+rows (as ``Evaluation.summary`` is made): random tables of the column types a summary has must give the same
+text, and any other table must be left to pandas (None), never written differently."""
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+from hypothesis import given, settings, strategies as st
+
+import recsql
+from recsql.cli_output import FORMATS, summary_text
+from recsql.table_text import WIDEST, table_text
+
+NAMES = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Zs")), min_size=1,
+                max_size=20).filter(lambda name: name == name.strip() and name.isprintable())
+TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Zs")), max_size=WIDEST)
+FLOATS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, min_value=None, max_value=None,
+                                        width=64).filter(lambda v: v != v or abs(v) < 1e30))
+INTS = st.integers(-2 ** 63, 2 ** 63 - 1)
+# (Arrow type, values without NULL, or with) of each plain column type
+PLAIN = {"double": (pa.float64(), FLOATS), "bigint": (pa.int64(), INTS), "integer": (pa.int32(), st.integers(-2 ** 31, 2 ** 31 - 1)),
+         "utinyint": (pa.uint8(), st.integers(0, 255)), "boolean": (pa.bool_(), st.booleans()), "varchar": (pa.string(), TEXT)}
+
+
+def pandas_text(table: pa.Table) -> tuple[str, pa.Table]:
+    """pandas' table of ``table`` as DuckDB makes its DataFrame, and the Arrow rows DuckDB returns for it."""
+    con = duckdb.connect()
+    con.register("t", table)
+    return FORMATS["table"](con.sql("SELECT * FROM t").df()), con.sql("SELECT * FROM t").to_arrow_table()
+
+
+@st.composite
+def tables(draw, kinds=st.sampled_from(sorted(PLAIN))):
+    rows = draw(st.integers(1, 6))
+    names = draw(st.lists(NAMES, min_size=1, max_size=5, unique_by=str.lower))
+    columns = {}
+    for name in names:
+        type_, values = PLAIN[draw(kinds)]
+        columns[name] = pa.array(draw(st.lists(values, min_size=rows, max_size=rows)), type_)
+    return pa.table(columns)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tables())
+def test_a_table_of_plain_columns_is_written_as_pandas_writes_it(table):
+    expected, returned = pandas_text(table)
+    written = table_text(returned)
+    assert written is not None
+    assert recsql.safe_text.for_terminal(written) == expected
+
+
+ANY_TEXT = st.text(max_size=WIDEST + 10)
+OTHER = {"text with breaks": (pa.string(), st.one_of(st.none(), ANY_TEXT)),
+         "whole numbers with NULL": (pa.int64(), st.one_of(st.none(), INTS)),
+         "any double": (pa.float64(), st.one_of(st.none(), st.floats())),
+         "float": (pa.float32(), st.floats(width=32)), "date": (pa.date32(), st.dates()),
+         "decimal": (pa.decimal128(10, 2), st.decimals(-10 ** 7, 10 ** 7, places=2, allow_nan=False))}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_other_table_is_left_to_pandas_or_written_as_it_writes_it(data):
+    kinds = {**PLAIN, **OTHER}
+    rows = data.draw(st.integers(0, 4))
+    names = data.draw(st.lists(st.text(min_size=1, max_size=WIDEST + 5), min_size=1, max_size=4,
+                               unique_by=str.lower))
+    columns = {}
+    for name in names:
+        type_, values = kinds[data.draw(st.sampled_from(sorted(kinds)))]
+        columns[name] = pa.array(data.draw(st.lists(values, min_size=rows, max_size=rows)), type_)
+    expected, returned = pandas_text(pa.table(columns))
+    written = table_text(returned)
+    assert written is None or recsql.safe_text.for_terminal(written) == expected
+
+
+def test_the_summary_of_an_evaluation_prints_as_its_dataframe_does():
+    result = recsql.evaluate("fixtures/data/recs.parquet", "fixtures/data/truth.parquet",
+                             ["ndcg@10", "map@10", "coverage@10"], run_cols="model")
+    assert table_text(result.rows.arrow("summary")) is not None
+    assert summary_text(result, "table") == FORMATS["table"](result.summary)
+    assert summary_text(result, "csv") == FORMATS["csv"](result.summary)
+    assert result.summary.shape[0] == 2 and "n_users" in result.summary.columns
