@@ -16,7 +16,7 @@ from .dialects import render
 from .errors import RecsqlError, RecsqlWarning, suggest_keywords
 from .evaluation_result import Evaluation
 from .explain import fetch_checked, refuse
-from .frames import column_maxima, columns_of, records, rows_of
+from .frames import columns_of, records, rows_of
 from .inputs import EXPECTED_RECS_RENAMED, Inputs, input_keywords, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
@@ -185,9 +185,7 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any, drop: list[str]) -> tupl
     summary = finalize_sql(plan, metrics, "summary")
     rows = ResultFrames(raw, {"per_user": finalize_sql(plan, metrics, "per_user"), "summary": summary},
                         {"summary": drop})
-    found = column_maxima(raw, names)
-    if found is None:
-        found = dict(zip(names, rows.query(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user")[0]))
+    found = dict(zip(names, rows.query(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user")[0]))
     return rows, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 

@@ -74,10 +74,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _counted(result) -> str:
     """The users evaluated, said as what they are: the runs, the distinct users, and with several
     runs the (run, user) rows of the per-user table (any asked metric's population)."""
-    import pyarrow.compute as pc
-    per_user = result.rows.arrow("per_user")  # Arrow: no pandas for a count
-    runs, rows = result.rows.arrow("summary").num_rows, per_user.num_rows
-    users = pc.count_distinct(per_user.column(result.user_col)).as_py() if rows else 0
+    runs, rows = result.rows.arrow("summary").num_rows, result.rows.arrow("per_user").num_rows  # no pandas to count
+    users = result.rows.distinct("per_user", result.user_col) if rows else 0
     return f"{runs} run(s), {users} user(s)" + (f", {rows} (run, user) rows" if runs > 1 else "")
 
 
@@ -201,12 +199,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Version(argparse.Action):
+    """``--version``: argparse's, reading the version (the package's metadata, 20-30 ms cold) only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, default: object = argparse.SUPPRESS,
+                 help: str = "show program's version number and exit") -> None:  # noqa: A002 - argparse's keyword
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> None:
+        from . import __version__
+        sys.stdout.write(f"recsql {__version__}\n")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser, with ``command``'s options (the others are listed by name and help
     only; None: none's)."""
-    from . import __version__
     parser = argparse.ArgumentParser(prog="recsql", description="Recommender and ranking metrics as SQL.")
-    parser.add_argument("--version", action="version", version=f"recsql {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     for name, (summary, where) in COMMANDS.items():
         if name == command:

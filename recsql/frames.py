@@ -3,8 +3,8 @@ Arrow table, or a frame with ``to_pandas()`` (Spark, DataFusion).
 
 >>> import pyarrow as pa
 >>> table = pa.table({"n": pa.array([3, None, 5], pa.int64())})
->>> columns_of(table), rows_of(table), column_maxima(table, ["n"]), records(table)[1]
-(['n'], 3, {'n': 5}, {'n': None})
+>>> columns_of(table), rows_of(table), records(table)[1]
+(['n'], 3, {'n': None})
 
 Nothing here imports pandas: a frame that is one was made by pandas, already loaded.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 
 def columns_of(frame: Any) -> list[str]:
@@ -32,17 +31,3 @@ def records(frame: Any) -> list[dict[str, Any]]:
         return frame.to_pylist()
     table = frame if hasattr(frame, "to_dict") else frame.to_pandas()  # pandas, or a frame that makes one
     return table.to_dict("records")
-
-
-def column_maxima(raw: Any, names: list[str]) -> dict[str, Any] | None:
-    """The largest value of each named integer column of an Arrow table (None for an empty column),
-    read without a query; None when ``raw`` is not an Arrow table of integer columns."""
-    if not isinstance(raw, pa.Table):
-        return None
-    found = {}
-    for name in names:
-        column = raw.column(name)
-        if not pa.types.is_integer(column.type):
-            return None
-        found[name] = pc.max(column).as_py()
-    return found

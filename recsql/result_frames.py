@@ -38,6 +38,13 @@ class ResultFrames:
             con.register(RAW, self._raw)
             return con.execute(sql).fetchall()
 
+    def distinct(self, name: str, column: str) -> int:
+        """The distinct values (NULL not one) of ``column`` in result ``name``."""
+        table = self.arrow(name)
+        with self._lock, shared.cursor() as con:
+            con.register("result", table)
+            return con.execute(f'SELECT COUNT(DISTINCT "{column.replace(chr(34), chr(34) * 2)}") FROM result').fetchone()[0]
+
     def arrow(self, name: str, whole: bool = False) -> Any:
         """Result ``name`` as an Arrow table (``whole``: with the columns it drops)."""
         with self._lock:

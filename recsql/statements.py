@@ -60,7 +60,7 @@ from .compose.readable import readable_statement
 from .dialects import dialect as get_dialect, render
 from .metrics import Metric
 from .templates import sql_dir
-from .trees import quoted_name
+from .trees import quoted_name, relation_text  # noqa: F401 - quoted_name: statements.quoted_name, as before
 
 # The plan's relations: each stands only in FROM clauses of the composed statement.
 RELATIONS = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents", "logs",
@@ -79,7 +79,7 @@ def _relation_text(relation: exp.Expression, dialect_name: str, pretty: bool) ->
     lines in the pretty layout; :func:`_paste` indents its lines as the line it stands on."""
     if relation.find(exp.Query) is not None:
         return None
-    quick = quoted_name(relation) if dialect_name == "duckdb" else None
+    quick = relation_text(relation, pretty) if dialect_name == "duckdb" else None
     if quick is not None:
         return quick
     return relation.sql(dialect=get_dialect(dialect_name).sqlglot, pretty=pretty)

@@ -1,4 +1,5 @@
-"""Rewriting sqlglot trees, and a table's DuckDB text without sqlglot's DuckDB dialect (:func:`quoted_name`).
+"""Rewriting sqlglot trees, and a table's DuckDB text without sqlglot's DuckDB dialect (:func:`quoted_name`,
+:func:`relation_text`).
 
 >>> import sqlglot
 >>> tree = sqlglot.parse_one("SELECT a + 1 FROM t WHERE TRUE")
@@ -102,6 +103,34 @@ def quoted_name(relation: exp.Expression) -> str | None:
         return None
     text = name.args["this"]
     return f'"{text}"' if isinstance(text, str) and _PLAIN_NAME.fullmatch(text) else None
+
+
+_READERS = ("read_parquet", "read_csv", "read_json")
+ONE_LINE = 60  # a reader's text this long or shorter is one line in sqlglot's pretty layout too
+
+
+def relation_text(relation: exp.Expression, pretty: bool = False) -> str | None:
+    """DuckDB's one-line text of a relation that is a :func:`quoted_name` or a file reader of one path
+    (``READ_PARQUET('path')``, a quote in the path doubled), what sqlglot writes for it, without loading
+    sqlglot's DuckDB dialect; None for anything else, and in the ``pretty`` layout for a reader longer than
+    :data:`ONE_LINE` characters (sqlglot's pretty layout breaks a long one's path onto a line of its own).
+
+    >>> relation_text(exp.Anonymous(this="read_parquet", expressions=[exp.Literal.string("it's.parquet")]))
+    "READ_PARQUET('it''s.parquet')"
+    """
+    if type(relation) is not exp.Anonymous:
+        return quoted_name(relation)
+    reader, arguments = relation.args.get("this"), relation.args.get("expressions") or []
+    if reader not in _READERS or set(relation.args) - {"this", "expressions"} or len(arguments) != 1:
+        return None
+    path = arguments[0]
+    if type(path) is not exp.Literal or not path.is_string or set(path.args) - {"this", "is_string"}:
+        return None
+    text = path.args["this"]
+    if not isinstance(text, str) or not text.isprintable():
+        return None
+    written = f"{reader.upper()}('{text.replace(chr(39), chr(39) * 2)}')"
+    return None if pretty and len(written) > ONE_LINE else written
 
 
 MAX_DOUBLE = "1.7976931348623157E308"  # the largest finite DOUBLE

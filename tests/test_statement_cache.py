@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 import sqlglot
 from sqlglot import exp
 
@@ -199,21 +200,6 @@ def test_finalize_sql_is_finalize():
                                                                         pretty=False)
 
 
-def test_column_maxima_match_sql():
-    import duckdb
-
-    from recsql.frames import column_maxima
-    table = pa.table({"a": pa.array([0, 3, None, 2], pa.int64()), "b": pa.array([None] * 4, pa.int64()),
-                      "c": pa.array([1, 1, 1, 1], pa.int32())})
-    found = column_maxima(table, ["a", "b", "c"])
-    con = duckdb.connect()
-    con.register("t", table)
-    assert found == dict(zip("abc", con.execute("SELECT MAX(a), MAX(b), MAX(c) FROM t").fetchone()))
-    assert column_maxima(table.slice(0, 0), ["a"]) == {"a": None}
-    assert column_maxima(pa.table({"x": [1.5]}), ["x"]) is None
-    assert column_maxima(pd.DataFrame({"a": [1]}), ["a"]) is None
-
-
 @pytest.mark.parametrize("name", ["__recsql_recs_0123456789ab", "t", "A_1"])
 def test_quoted_name_is_sqlglot_text(name):
     table = exp.Table(this=exp.to_identifier(name, quoted=True))
@@ -335,3 +321,22 @@ def test_a_full_folder_keeps_the_newest_and_a_new_process_reads_it(cache, monkey
     monkeypatch.setenv("RECSQL_CACHE_DIR", "off")
     statements._cache.clear()
     assert newest.stdout == recsql.to_sql("r", "t", ["map@8"]) + "\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["read_parquet", "read_csv", "read_json"]), st.text(min_size=1, max_size=40))
+def test_a_file_reader_is_sqlglot_text(reader, path):
+    """The DESCRIBE of a file input is written without sqlglot's DuckDB dialect, as sqlglot writes it (a path it
+    cannot write plainly is left to sqlglot)."""
+    from recsql.trees import relation_text
+    relation = exp.Anonymous(this=reader, expressions=[exp.Literal.string(path)])
+    assert relation_text(relation) in (None, relation.sql("duckdb"))
+    assert (relation_text(relation) is None) == (not path.isprintable())
+    assert relation_text(relation, pretty=True) in (None, relation.sql("duckdb", pretty=True))
+
+
+@pytest.mark.parametrize("length", range(40, 100, 3))
+def test_a_long_path_is_left_to_sqlglot_where_its_pretty_layout_breaks_it(length):
+    from recsql.trees import relation_text
+    relation = exp.Anonymous(this="read_parquet", expressions=[exp.Literal.string("p" * length)])
+    assert relation_text(relation, pretty=True) in (None, relation.sql("duckdb", pretty=True))

@@ -20,7 +20,7 @@ from sqlglot import exp
 from ..database import in_transaction, open_database, shared
 from ..errors import RecsqlError
 from ..sources import Source
-from ..trees import quoted_name
+from ..trees import relation_text
 from .base import Runner
 
 
@@ -199,7 +199,7 @@ class DuckDBRunner(Runner):
             return False
 
     def describe(self, source: Source) -> dict[str, str]:
-        sql = f"DESCRIBE SELECT * FROM {quoted_name(source.relation) or source.relation.sql('duckdb')}"
+        sql = f"DESCRIBE SELECT * FROM {relation_text(source.relation) or source.relation.sql('duckdb')}"
         kind = self._catalog_kind(source.relation) if source.table is not None else None
         missing = RecsqlError(f"{source.role}: {source.described} does not exist in the database; "
                               "check the name, or pass a file path or a DataFrame")
