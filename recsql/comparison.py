@@ -24,18 +24,18 @@ import re
 import time
 from typing import Any, Iterable, Sequence
 
-import pandas as pd
 from sqlglot import exp
 
 from .api import evaluate
 from .comparison_global import global_metrics
-from .comparison_result import Comparison, finish, settle
+from .comparison_result import Comparison, finish, missing, settle
 from .comparison_run import bound_segments, compare_per_user, fetch_statistics, refuse_segment_rows  # noqa: F401
 from .comparison_settings import ALL_TESTS, TEST_COLUMNS, TESTS, UNCORRECTED, Settings  # noqa: F401
 from .comparison_sql import RESULT_COLUMNS, Values, statement_for, statement_text  # noqa: F401
 from .comparison_weighted import recomputes
 # (compare_per_user, ALL_TESTS, TEST_COLUMNS, UNCORRECTED, statement_for: recsql.comparison's names since the start)
 from .errors import RecsqlError
+from .frames import records
 from .explain import refuse
 from .inputs import Inputs, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
@@ -102,14 +102,14 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
     with bound(request) as (runner, plan, sources), bound_segments(segments, runner, sources, plan.user_col) as grouping:
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
         sql, values = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
-        frame = fetch_statistics(runner, plan, sql, recomputes(values.global_kinds))
-        found = {c: int(frame[c].max()) if len(frame) and not pd.isna(frame[c].max()) else 0 for c in values.checks}
+        rows = records(fetch_statistics(runner, plan, sql, recomputes(values.global_kinds)))
+        found = {c: max((int(r[c]) for r in rows if not missing(r[c])), default=0) for c in values.checks}
         refuse(runner, plan, found, list(sources["recs"].columns))
-        refuse_segment_rows(frame, values)
-    settle(frame, settings, values)
-    runs, table = finish(frame, [m.column for m in request.metrics], values, settings)
+        refuse_segment_rows(rows, values)
+    settle(rows, settings, values)
+    tables = finish(rows, [m.column for m in request.metrics], values, settings)
     _warn_weights(arguments, request.metrics, share)
-    return Comparison(runs=runs, tests=table, metrics=request.metrics, settings=settings, sql=sql, engine=runner.name,
+    return Comparison(tables=tables, metrics=request.metrics, settings=settings, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started)
 
 
@@ -134,6 +134,7 @@ def finish_rows(rows: Any, metrics: Sequence[str | Metric] | str | Metric, run_c
     settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
     parsed = parse_metrics(metrics)
     names = [run_cols] if isinstance(run_cols, str) else list(run_cols)
+    import pandas as pd  # the rows as a warehouse's client gives them: any of pandas' inputs
     frame = rows.to_pandas() if hasattr(rows, "to_pandas") else pd.DataFrame(rows)
     known = {"run", "baseline", "metric", *(c for cs in RESULT_COLUMNS.values() for c in cs)}
     frame.columns = [c.lower() if c.lower() in known or re.fullmatch(r"_k\d+", c.lower()) else c
@@ -142,7 +143,8 @@ def finish_rows(rows: Any, metrics: Sequence[str | Metric] | str | Metric, run_c
                     segment_cols=[segment_cols] if isinstance(segment_cols, str) else list(segment_cols))
     if values.segment_cols:
         values.segments = exp.to_table("segments")  # compared within segments (the statement's own relation)
-        refuse_segment_rows(frame, values)
-    settle(frame, settings, values)
-    runs, table = finish(frame, [m.column for m in parsed], values, settings)
-    return Comparison(runs=runs, tests=table, metrics=parsed, settings=settings)
+    rows = records(frame)
+    refuse_segment_rows(rows, values)
+    settle(rows, settings, values)
+    return Comparison(tables=finish(rows, [m.column for m in parsed], values, settings), metrics=parsed,
+                      settings=settings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, Callable
 
 from . import comparison, decisions_cli
 from .cli_inputs import add_min_ess_share, add_segments, column_kwargs, columns, inputs, recs_and_truth, side_kwargs
@@ -17,6 +18,7 @@ from .cli_output import FORMATS
 from .errors import RecsqlError
 from .extras import import_ahead
 from .safe_text import for_terminal
+from .table_text import lists_text
 from .significance import CORRECTIONS
 
 P_FLOOR = 1e-16  # a smaller p-value (0.0 included, where a tail probability underflows) prints as "< 1e-16"
@@ -92,7 +94,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from .api import evaluate
         return evaluate(recs, truth, args.metrics, con=args.db, **column_kwargs(args), **side_kwargs(args))
     status = decisions_cli.decide(args, result, show, pilot)
-    print(f"recsql: {len(result.metrics)} metric(s), {result.runs['run'].nunique()} run(s), {len(result.tests)} "
+    runs, tests = (table.rows for table in result.tables)
+    print(f"recsql: {len(result.metrics)} metric(s), {len({r['run'] for r in runs})} run(s), {len(tests)} "
           f"comparison(s), {result.settings.resamples} resamples, {result.seconds:.3f} s", file=sys.stderr)
     return status
 
@@ -113,7 +116,7 @@ def _interval(low: float, high: float) -> str:
 def _p_columns(result: comparison.Comparison) -> dict[str, str]:
     """Each asked test -> its p-value column: the corrected one when there is one."""
     columns = {test: comparison.TEST_COLUMNS[test][-1] for test in result.settings.tests}
-    return {test: f"{c}_adj" if f"{c}_adj" in result.tests.columns else c for test, c in columns.items()}
+    return {test: f"{c}_adj" if f"{c}_adj" in result.tables[1].columns else c for test, c in columns.items()}
 
 
 def _verdict(row, p_columns: list[str], alpha: float) -> str:
@@ -123,22 +126,34 @@ def _verdict(row, p_columns: list[str], alpha: float) -> str:
     return "higher" if row["mean_diff"] > 0 else "lower"
 
 
-def compact(result: comparison.Comparison, alpha: float):
-    """The runs and the tests, one short line each: mean or difference with its interval, each
-    test's corrected p-value and the verdict at ``alpha``."""
+def compact(result: comparison.Comparison, alpha: float) -> tuple[dict[str, list], dict[str, list]]:
+    """The runs and the tests, one short line each (column -> cells; the key columns' cells as they are, the
+    others text): mean or difference with its interval, each test's corrected p-value and the verdict at
+    ``alpha``."""
     level = f"{result.settings.ci:.0%} interval"
-    runs, tests = result.runs, result.tests
-    keys = list(runs.columns[:runs.columns.get_loc("mean")])
-    short_runs = runs[keys].assign(mean=runs["mean"].map(lambda v: f"{v:.6f}"),
-                                   **{level: [_interval(lo, hi) for lo, hi in zip(runs["ci_low"], runs["ci_high"])]})
-    keys = list(tests.columns[:tests.columns.get_loc("n")])
+    runs, tests = result.tables
+    short_runs = {k: [r[k] for r in runs.rows] for k in runs.columns[:runs.columns.index("mean")]}
+    short_runs["mean"] = [f"{r['mean']:.6f}" for r in runs.rows]
+    short_runs[level] = [_interval(r["ci_low"], r["ci_high"]) for r in runs.rows]
     p_columns = _p_columns(result)
-    short_tests = tests[keys].assign(
-        difference=tests["mean_diff"].map(lambda v: f"{v:+.6f}"),
-        **{level: [_interval(lo, hi) for lo, hi in zip(tests["ci_low"], tests["ci_high"])]},
-        **{f"p({test})": tests[column].map(p_text) for test, column in p_columns.items()},
-        verdict=[_verdict(row, list(p_columns.values()), alpha) for _, row in tests.iterrows()])
+    short_tests = {k: [r[k] for r in tests.rows] for k in tests.columns[:tests.columns.index("n")]}
+    short_tests["difference"] = [f"{r['mean_diff']:+.6f}" for r in tests.rows]
+    short_tests[level] = [_interval(r["ci_low"], r["ci_high"]) for r in tests.rows]
+    for test, column in p_columns.items():
+        short_tests[f"p({test})"] = [p_text(r[column]) for r in tests.rows]
+    short_tests["verdict"] = [_verdict(r, list(p_columns.values()), alpha) for r in tests.rows]
     return short_runs, short_tests
+
+
+def _text(columns: dict[str, list], frame: Callable[[], Any]) -> str:
+    """``columns`` as pandas writes them: by :func:`recsql.table_text.lists_text` when it writes them (no
+    pandas), else pandas' own text of the result's DataFrame ``frame()`` (its key columns) with them."""
+    text = lists_text(columns)
+    if text is not None:
+        return text
+    whole = frame()
+    keys = [c for c in columns if c in whole.columns]
+    return whole[keys].assign(**{c: cells for c, cells in columns.items() if c not in keys}).to_string(index=False)
 
 
 def tables(result: comparison.Comparison, alpha: float, wide: bool) -> str:
@@ -151,7 +166,7 @@ def tables(result: comparison.Comparison, alpha: float, wide: bool) -> str:
         heading = f"tests (correction: {correction})"
     else:
         short_runs, short_tests = compact(result, alpha)
-        runs, tests = short_runs.to_string(index=False), short_tests.to_string(index=False)
+        runs, tests = _text(short_runs, lambda: result.runs), _text(short_tests, lambda: result.tests)
         heading = (f"tests (run minus baseline; p-values corrected: {correction}; verdict at alpha {alpha:g}, every "
                    "test below it; --wide: every column)")
     return (f"runs (mean and {result.settings.ci:.0%} bootstrap interval over users)\n{runs}\n\n"

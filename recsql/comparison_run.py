@@ -5,13 +5,12 @@ rows (:func:`refuse_segment_rows`), and the comparison of per-user values alread
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-import pandas as pd
 from sqlglot import exp
 
 from .comparison_baseline import baseline_keys
-from .comparison_result import finish, settle
+from .comparison_result import Table, finish, settle
 from .comparison_settings import Settings
 from .comparison_sql import Values, statistics
 from .compose.checks import SEGMENT_CHECKS
@@ -23,7 +22,11 @@ from .errors import RecsqlError
 from .explain import fetch_checked, refuse_segments
 from .metrics import Metric
 from .sources import Source, bind
+from .frames import records
 from .validate import require_same_ids, resolve_column
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def refuse_global(metrics: Sequence[Metric]) -> None:
@@ -41,19 +44,17 @@ def refuse_global(metrics: Sequence[Metric]) -> None:
 PREAMBLE: dict[str, tuple[str, ...]] = {"postgres": ("SET LOCAL jit = off",)}
 
 
-def fetch_statistics(runner: Runner, plan: Any, sql: str, recomputes: bool = False) -> pd.DataFrame:
-    """The statistics statement's rows, after the dialect's :data:`PREAMBLE` in the same transaction; one that
+def fetch_statistics(runner: Runner, plan: Any, sql: str, recomputes: bool = False) -> Any:
+    """The statistics statement's rows (as the runner returns them: :func:`recsql.frames.records` reads them), after the dialect's :data:`PREAMBLE` in the same transaction; one that
     ``recomputes`` global metrics or estimators per resample in steps where the runner says so (Spark,
     ClickHouse: recsql/engines/steps.py)."""
     statements = PREAMBLE.get(runner.dialect, ())
     if recomputes and runner.in_steps:
-        frame = fetch_checked(runner, plan, sql, lambda text: fetch_in_steps(runner, text))
-        return frame.to_pandas() if hasattr(frame, "to_pandas") else frame
+        return fetch_checked(runner, plan, sql, lambda text: fetch_in_steps(runner, text))
     if not statements or not isinstance(runner, DBAPIRunner):
-        frame = fetch_checked(runner, plan, sql)
-        return frame.to_pandas() if hasattr(frame, "to_pandas") else frame
+        return fetch_checked(runner, plan, sql)
 
-    def fetch(statement: str) -> pd.DataFrame:
+    def fetch(statement: str) -> Any:
         try:
             with runner.statements() as cursor:  # the user's transaction, if open, left as it was
                 for setting in statements:
@@ -91,16 +92,17 @@ def bound_segments(segments: Any, runner: Runner, sources: dict[str, Any], user_
         source.cleanup()
 
 
-def refuse_segment_rows(frame: pd.DataFrame, values: Values) -> None:
-    """Raise for the segment checks the statistics statement's rows carry (segmented comparisons only)."""
-    if values.segments is None or not len(frame):
+def refuse_segment_rows(rows: list[dict[str, Any]], values: Values) -> None:
+    """Raise for the segment checks the statistics statement's rows (as dicts) carry (segmented comparisons only)."""
+    if values.segments is None or not rows:
         return
-    refuse_segments({name: int(frame[name].max()) for name in SEGMENT_CHECKS}, "of the population", values.segment_cols)
+    refuse_segments({name: max(int(r[name]) for r in rows) for name in SEGMENT_CHECKS}, "of the population",
+                    values.segment_cols)
 
 
 def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: Sequence[str], user_col: str,
-                     settings: Settings, segments: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """``runs``, ``tests`` and the SQL for per-user values already computed: one row per (run, user) of
+                     settings: Settings, segments: Any = None) -> tuple[tuple[Table, Table], str]:
+    """``runs``, ``tests`` (:class:`recsql.comparison_result.Table`) and the SQL for per-user values already computed: one row per (run, user) of
     ``per_user`` with the run key columns, the user column and one column per metric (NULL where a
     user has no value), computed by the same SQL on a private in-memory DuckDB
     (:meth:`recsql.Evaluation.compare`); ``segments`` as :func:`recsql.compare`'s (a DataFrame, an Arrow
@@ -112,6 +114,7 @@ def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: S
     if missing:
         raise RecsqlError(f"compare: the per-user rows have no column {missing[0]!r}; they need the run columns, "
                           f"the user column and one column per metric")
+    import pandas as pd  # per_user is a DataFrame (Evaluation.per_user): pandas is loaded
     kinds = ["number" if pd.api.types.is_numeric_dtype(per_user[c]) else "string" for c in run_cols]
     values = Values("cmp_per_user", run_cols, run_cols, user_col, list(metrics))
     with runner_for(None) as runner:  # recsql's own in-memory DuckDB, a cursor of its own
@@ -122,8 +125,7 @@ def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: S
             if grouping is not None:
                 values.segments, values.segment_user, values.segment_cols = grouping[0], grouping[1], list(grouping[2])
             sql = render(statistics(values, settings, baseline_keys(settings.baseline, run_cols, kinds)), "duckdb")
-            frame = runner.fetch(sql).to_pandas()
-            refuse_segment_rows(frame, values)
-    settle(frame, settings, values)
-    runs, tests = finish(frame, list(metrics), values, settings)
-    return runs, tests, sql
+            rows = records(runner.fetch(sql))
+            refuse_segment_rows(rows, values)
+    settle(rows, settings, values)
+    return finish(rows, list(metrics), values, settings), sql

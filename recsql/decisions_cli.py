@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from .comparison_decisions import gate_failures
 from .errors import RecsqlError
 from .gates import GATE_FORMS, Gate, parse_margin
 
@@ -73,7 +72,10 @@ def decide(args: argparse.Namespace, result, show, pilot: Callable[[], Any]) -> 
         else:
             show("noninferiority", result.noninferiority(margin, relative=relative, alpha=args.alpha,
                                                           lower_is_better=args.lower_is_better))
-    failures = gate_failures(result, gates, args.alpha, args.lower_is_better) if gates else []
+    failures = []
+    if gates:
+        from .comparison_decisions import gate_failures  # the decisions' tables, with pandas: when a gate is asked
+        failures = gate_failures(result, gates, args.alpha, args.lower_is_better)
     for line in failures:
         print(f"recsql: --fail-if {line}", file=sys.stderr)
     if gates and not failures:

@@ -66,9 +66,9 @@ class Evaluation:
         settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
         refuse_global(self.metrics)
         started = time.perf_counter()
-        runs, tests_table, sql = compare_per_user(self.per_user, [m.column for m in self.metrics], self.run_cols,
-                                                  self.user_col, settings, segments)
-        return Comparison(runs=runs, tests=tests_table, metrics=list(self.metrics), settings=settings, sql=sql,
+        tables, sql = compare_per_user(self.per_user, [m.column for m in self.metrics], self.run_cols,
+                                       self.user_col, settings, segments)
+        return Comparison(tables=tables, metrics=list(self.metrics), settings=settings, sql=sql,
                           seconds=time.perf_counter() - started)
 
     def __repr__(self) -> str:

@@ -100,3 +100,12 @@ def test_an_evaluation_printed_as_a_table_imports_no_pandas():
             "--run-col", "model"]
     assert loaded_after(argv, ("recsql.api", "pandas")) == ["recsql.api"]
     assert loaded_after([*argv, "--format", "csv"], ("recsql.api", "pandas")) == ["pandas", "recsql.api"]
+
+
+def test_a_comparison_printed_as_a_table_imports_no_pandas():
+    """``recsql compare`` prints its runs and tests from the statistics' rows: pandas is imported only for what
+    pandas writes (csv, json, --wide) or computes (a decision table, a gate)."""
+    argv = ["compare", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet", "-m", "ndcg@10", "-m",
+            "recall@20", "--run-col", "model", "--baseline", "popular"]
+    assert loaded_after(argv, ("recsql.comparison", "pandas")) == ["recsql.comparison"]
+    assert loaded_after([*argv, "--wide"], ("recsql.comparison", "pandas")) == ["pandas", "recsql.comparison"]

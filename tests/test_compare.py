@@ -75,7 +75,9 @@ def frame(runs: dict[str, list[float | None]], metric: str = "m") -> pd.DataFram
 def run_values(runs: dict[str, list[float]], baseline=None, **kw):
     options = dict(tests=("t", "wilcoxon", "randomization"), ci=0.95, resamples=200, seed=0, correction="holm")
     options.update(kw)
-    return compare_per_user(frame(runs), ["m"], ["model"], "user_id", Settings.checked(**options, baseline=baseline))
+    (runs_table, tests_table), sql = compare_per_user(frame(runs), ["m"], ["model"], "user_id",
+                                                      Settings.checked(**options, baseline=baseline))
+    return runs_table.frame(), tests_table.frame(), sql
 
 
 

@@ -35,8 +35,8 @@ def comparison_of(x: list[float], y: list[float], correction=None) -> Comparison
     values = pd.DataFrame({"model": ["B"] * len(x) + ["A"] * len(y), "user_id": [*range(len(x)), *range(len(y))],
                            "m": [*x, *y]})
     chosen = Settings.checked(("t",), 0.95, 20, 0, correction, "A")
-    runs, tests, _ = compare_per_user(values, ["m"], ["model"], "user_id", chosen)
-    return Comparison(runs=runs, tests=tests, metrics=[], settings=chosen)
+    tables, _ = compare_per_user(values, ["m"], ["model"], "user_id", chosen)
+    return Comparison(tables=tables, metrics=[], settings=chosen)
 
 
 # ---------------------------------------------------------------- power

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 import recsql
 from recsql.cli_output import FORMATS, summary_text
-from recsql.table_text import WIDEST, table_text
+from recsql.table_text import WIDEST, lists_text, table_text
 
 NAMES = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Zs")), min_size=1,
                 max_size=20).filter(lambda name: name == name.strip() and name.isprintable())
@@ -82,3 +82,25 @@ def test_the_summary_of_an_evaluation_prints_as_its_dataframe_does():
     assert summary_text(result, "table") == FORMATS["table"](result.summary)
     assert summary_text(result, "csv") == FORMATS["csv"](result.summary)
     assert result.summary.shape[0] == 2 and "n_users" in result.summary.columns
+
+
+CELLS = st.one_of(st.lists(TEXT, min_size=1, max_size=5), st.lists(INTS, min_size=1, max_size=5),
+                  st.lists(st.booleans(), min_size=1, max_size=5),
+                  st.lists(st.one_of(st.integers(-2 ** 70, 2 ** 70), st.none(), st.floats(), TEXT), min_size=1,
+                           max_size=5))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(NAMES, CELLS, min_size=1, max_size=4))
+def test_columns_of_python_values_are_written_as_pandas_writes_their_dataframe(columns):
+    """The command line's compare table (run labels, text cells) is written as pandas writes the DataFrame it
+    makes of the same lists, or left to pandas."""
+    import pandas as pd
+    rows = min(len(cells) for cells in columns.values())
+    columns = {name: cells[:rows] for name, cells in columns.items()}
+    written = lists_text(columns)
+    assert written is None or written == pd.DataFrame(columns).to_string(index=False)
+    plain = all({type(c) for c in cells} in ({str}, {bool}, {int}) and all(-2 ** 63 <= c < 2 ** 63 for c in cells
+                                                                            if type(c) is int)
+                for cells in columns.values())
+    assert plain <= (written is not None) or any(len(c) > WIDEST for c in columns)
