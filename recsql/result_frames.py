@@ -5,7 +5,8 @@ per-user rows, the summary), run on a cursor of recsql's own in-memory DuckDB.
 A pandas DataFrame is made only when one is read (``Evaluation.summary``, ``.per_user``), by the same
 statement on the same rows as always (DuckDB's ``.df()``), so it is the frame evaluate returned before
 it waited; an Arrow table serves those who need no pandas (the command line's table, its row counts),
-and importing pandas costs a command about a third of a second. Each result is computed once.
+and importing pandas costs a command about a third of a second. Each result is computed once; once every
+DataFrame is made, the raw rows are let go (an Arrow table asked for after that is made from its DataFrame).
 
 >>> import pyarrow as pa
 >>> rows = ResultFrames(pa.table({"u": [1, 2, 2]}), {"users": "SELECT DISTINCT u FROM per_user ORDER BY u"})
@@ -48,7 +49,7 @@ class ResultFrames:
     def arrow(self, name: str, whole: bool = False) -> Any:
         """Result ``name`` as an Arrow table (``whole``: with the columns it drops)."""
         with self._lock:
-            if name not in self._arrow and name not in self._statements:  # unpickled: from its DataFrame
+            if name not in self._arrow and name not in self._statements:  # its DataFrame made (or unpickled)
                 import pyarrow as pa
                 self._arrow[name] = pa.Table.from_pandas(self._frames[name], preserve_index=False)
             elif name not in self._arrow:
@@ -66,6 +67,8 @@ class ResultFrames:
                     con.register(RAW, self._raw)
                     frame = con.execute(self._statements[name]).df()
                 self._frames[name] = frame.drop(columns=list(self._drop.get(name, ())))
+                if all(made in self._frames for made in self._statements):  # every DataFrame made: the raw rows go
+                    self._raw, self._statements, self._arrow = None, {}, {}
             return self._frames[name]
 
     def __getstate__(self) -> dict[str, Any]:

@@ -104,3 +104,16 @@ def test_columns_of_python_values_are_written_as_pandas_writes_their_dataframe(c
                                                                             if type(c) is int)
                 for cells in columns.values())
     assert plain <= (written is not None) or any(len(c) > WIDEST for c in columns)
+
+
+def test_an_evaluation_lets_its_raw_rows_go_once_its_frames_are_made_and_pickles_whole():
+    import pickle
+    result = recsql.evaluate("fixtures/data/recs.parquet", "fixtures/data/truth.parquet", ["ndcg@10"],
+                             run_cols="model")
+    table = result.rows.arrow("summary")
+    summary, per_user = result.summary, result.per_user
+    assert result.rows._raw is None  # noqa: SLF001 - what is held
+    assert result.rows.arrow("per_user").num_rows == len(per_user) == 578
+    assert table.column_names == list(summary.columns)
+    again = pickle.loads(pickle.dumps(result))
+    assert again.summary.equals(summary) and again.per_user.equals(per_user)
