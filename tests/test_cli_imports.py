@@ -109,3 +109,14 @@ def test_a_comparison_printed_as_a_table_imports_no_pandas():
             "recall@20", "--run-col", "model", "--baseline", "popular"]
     assert loaded_after(argv, ("recsql.comparison", "pandas")) == ["recsql.comparison"]
     assert loaded_after([*argv, "--wide"], ("recsql.comparison", "pandas")) == ["pandas", "recsql.comparison"]
+
+
+def test_a_report_imports_no_scipy_solver_or_integrator(tmp_path):
+    """``recsql report`` shows each pair's detectable difference, a root of the t-test's power found by bisection
+    (recsql.decisions): it imports neither scipy.optimize nor scipy.integrate (about 0.5 s between them, cold)
+    nor scipy.stats, only scipy's special functions."""
+    argv = ["report", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet", "-m", "ndcg@10", "-m", "recall@20",
+            "--run-col", "model", "--baseline", "popular", "--out", str(tmp_path / "report.html")]
+    loaded = loaded_after(argv, ("scipy.special", "scipy.optimize", "scipy.integrate", "scipy.stats"))
+    assert loaded == ["scipy.special"]
+    assert "What these users could detect (paired t-test" in (tmp_path / "report.html").read_text(encoding="utf-8")

@@ -59,6 +59,30 @@ def test_power_equals_statsmodels(d, n, alpha):
     assert close(t_power(d, n, alpha), want, tol=1e-9)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0, 3), st.integers(2, 100_000), st.floats(1e-4, 0.2))
+def test_a_lower_tail_the_power_skips_could_not_change_it(d, n, alpha):
+    """t_power leaves out P(T' < −c) where Φ(−nc) bounds it below a quarter of the upper tail's last place: the
+    double is the one the whole sum gives (computed here with scipy.stats' noncentral t for both tails)."""
+    from scipy.special import stdtrit
+    c = -float(stdtrit(n - 1, alpha / 2))
+    whole = 1.0 - stats.nct.cdf(c, n - 1, d * math.sqrt(n)) + stats.nct.cdf(-c, n - 1, d * math.sqrt(n))
+    if not math.isnan(whole):
+        assert t_power(d, n, alpha) == whole
+
+
+def test_the_detectable_differences_of_a_report_need_no_integral():
+    """At the fixture's sizes the far lower tails (where scipy's noncentral t is NaN and an integral would be
+    needed) are below the upper tail's last place: no integral, and scipy.integrate is not imported."""
+    import subprocess
+    import sys
+    probe = ("import sys\nfrom recsql.decisions import detectable, users_needed\n"
+             "[detectable(n, 0.05, 0.8) for n in (3, 30, 289, 10_000)]\nusers_needed(0.1, 0.05, 0.8)\n"
+             "print('scipy.integrate' in sys.modules, 'scipy.optimize' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert ran.stdout.split() == ["False", "False"], ran.stderr
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(3, 5000), st.floats(1e-3, 0.1), st.floats(0.5, 0.99))
 def test_the_detectable_difference_solves_the_power_equation(n, alpha, power):

@@ -102,9 +102,9 @@ def _check_out(args: argparse.Namespace) -> None:
 
 
 # Imported ahead, while the engine computes (:func:`recsql.extras.import_ahead`): the special functions of the
-# tests' tails, and the root finder and the integrator (the noncentral t's far tails, where scipy's own
-# is NaN) of the detectable differences the page shows (recsql.decisions).
-AHEAD = ("scipy.special", "scipy.optimize", "scipy.integrate")
+# tests' tails and of the detectable differences the page shows (recsql.decisions, whose root is found by
+# bisection; scipy.integrate is imported only for a noncentral t's far tail, where scipy's own is NaN).
+AHEAD = ("scipy.special",)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
