@@ -145,14 +145,15 @@ def compact(result: comparison.Comparison, alpha: float) -> tuple[dict[str, list
     return short_runs, short_tests
 
 
-def _text(columns: dict[str, list], frame: Callable[[], Any]) -> str:
+def _text(columns: dict[str, list], frame: Callable[[], Any], first: str) -> str:
     """``columns`` as pandas writes them: by :func:`recsql.table_text.lists_text` when it writes them (no
-    pandas), else pandas' own text of the result's DataFrame ``frame()`` (its key columns) with them."""
+    pandas), else pandas' own text of the result's DataFrame ``frame()``, its key columns (those before the
+    column ``first``) with the text columns of ``columns`` after them."""
     text = lists_text(columns)
     if text is not None:
         return text
     whole = frame()
-    keys = [c for c in columns if c in whole.columns]
+    keys = list(whole.columns[:whole.columns.get_loc(first)])
     return whole[keys].assign(**{c: cells for c, cells in columns.items() if c not in keys}).to_string(index=False)
 
 
@@ -166,7 +167,7 @@ def tables(result: comparison.Comparison, alpha: float, wide: bool) -> str:
         heading = f"tests (correction: {correction})"
     else:
         short_runs, short_tests = compact(result, alpha)
-        runs, tests = _text(short_runs, lambda: result.runs), _text(short_tests, lambda: result.tests)
+        runs, tests = _text(short_runs, lambda: result.runs, "mean"), _text(short_tests, lambda: result.tests, "n")
         heading = (f"tests (run minus baseline; p-values corrected: {correction}; verdict at alpha {alpha:g}, every "
                    "test below it; --wide: every column)")
     return (f"runs (mean and {result.settings.ci:.0%} bootstrap interval over users)\n{runs}\n\n"

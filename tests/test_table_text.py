@@ -117,3 +117,25 @@ def test_an_evaluation_lets_its_raw_rows_go_once_its_frames_are_made_and_pickles
     assert table.column_names == list(summary.columns)
     again = pickle.loads(pickle.dumps(result))
     assert again.summary.equals(summary) and again.per_user.equals(per_user)
+
+
+def test_a_compact_comparison_table_left_to_pandas_shows_its_text_columns():
+    """Run keys lists_text does not write (doubles) leave the compact tables to pandas: the key columns from the
+    result's DataFrame, then the text columns (the mean written with six decimals, not the DataFrame's number)."""
+    import pandas as pd
+
+    from recsql.comparison_cli import tables
+    from recsql.comparison_result import Comparison
+    from recsql.comparison_run import compare_per_user
+    from recsql.comparison_settings import Settings
+    values = pd.DataFrame({"model": [1.5] * 4 + [2.5] * 4, "user_id": [*range(4)] * 2,
+                           "m": [0.1, 0.2, 0.3, 0.4, 0.3, 0.1, 0.5, 0.2]})
+    settings = Settings.checked(("t",), 0.95, 20, 0, None, 1.5)
+    result = Comparison(tables=compare_per_user(values, ["m"], ["model"], "user_id", settings)[0], metrics=[],
+                        settings=settings)
+    runs = result.runs
+    expected = runs[["run", "metric"]].assign(
+        mean=runs["mean"].map(lambda v: f"{v:.6f}"),
+        **{"95% interval": [f"[{lo:.6f}, {hi:.6f}]" for lo, hi in zip(runs["ci_low"], runs["ci_high"])]})
+    assert expected.to_string(index=False) in tables(result, 0.05, wide=False)
+    assert "0.250000" in expected.to_string(index=False)
