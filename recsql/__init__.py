@@ -13,7 +13,7 @@ DISTRIBUTION = "recsql-eval"  # the name on the package index (`pip install recs
 # The public names, imported from their modules on first use (PEP 562): `import recsql` stays light,
 # so the command line answers Ctrl-C at once and a cold first call pays only for what it uses.
 _EXPORTS = {
-    "Evaluation": "api", "RecsqlWarning": "api", "evaluate": "api", "to_sql": "sql_text",
+    "Evaluation": "api", "RecsqlWarning": "errors", "evaluate": "api", "to_sql": "sql_text",
     "Comparison": "comparison", "compare": "comparison", "Inputs": "inputs",
     "RecsqlError": "errors", "CONVENTIONS": "conventions",
     "Metric": "metrics", "parse_metric": "metrics", "registry": "metrics",

@@ -3,7 +3,6 @@ nothing, is :mod:`recsql.sql_text`'s (named here too)."""
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Any, Iterable, Sequence
 
 from sqlglot import exp
@@ -13,7 +12,7 @@ from .compose.plan import logs_runs
 from .compose.checks import LOGS_ROWS
 from .database import shared
 from .dialects import render
-from .errors import RecsqlError, RecsqlWarning, suggest_keywords
+from .errors import RecsqlError, suggest_keywords, warn
 from .evaluation_result import Evaluation
 from .explain import fetch_checked, refuse
 from .frames import columns_of, records, rows_of
@@ -21,7 +20,7 @@ from .inputs import EXPECTED_RECS_RENAMED, Inputs, input_keywords, metrics_given
 from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
 from .result_frames import ResultFrames
-from .run_labels import plain
+from .run_labels import label, plain
 from .statements import finalize_sql, statement_sql
 from .sql_text import to_sql  # noqa: F401 - recsql.api.to_sql, as before
 from .weights_warning import MIN_ESS_SHARE, Counts, checked_share, diagnostics, per_slate, warn_weights
@@ -132,18 +131,33 @@ def evaluate(
     counted = population_counts(plan, parsed)
     truth_counts = [name for name, _, kind in counted if kind == "truth"]
     intent_counts = [name for name, _, kind in counted if kind == "intents"]
-    for row in summary_rows:
-        if any(row[name] == 0 for name in truth_counts):
-            warnings.warn("no user has a relevant truth item (relevance >= threshold"
-                          f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
-        if any(row[name] == 0 for name in intent_counts):
-            warnings.warn(f"no user of intents is in the intent-aware metrics' population (population="
-                          f"{plan.population!r}, relevant: relevance >= threshold = {cols['threshold']}) in a run; "
-                          "their values are NULL", RecsqlWarning, stacklevel=2)
+    _warn_empty(summary_rows, run_keys, truth_counts, intent_counts, cols["threshold"], plan.population)
     inputs = tuple(src.table for src in sources.values() if src.table)
     return Evaluation(rows=rows, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
                       run_cols=tuple(plan.run_cols), user_col=plan.user_col, options=described.given_options(cols))
+
+
+def _warn_empty(summary: list[dict], run_keys: Sequence[str], truth_counts: Sequence[str],
+                intent_counts: Sequence[str], threshold: Any, population: str) -> None:
+    """One warning naming the runs whose population is empty (each metric of theirs NULL), and one for
+    the intent-aware metrics' population, with the threshold that made it so and how to set another."""
+    def runs(counts: Sequence[str]) -> str:
+        empty = [row for row in summary if any(row[name] == 0 for name in counts)]
+        if not empty or not run_keys:
+            return "" if not empty else "the evaluation"
+        names = [label([row[c] for c in run_keys], run_keys) if len(run_keys) > 1 else repr(plain(row[run_keys[0]]))
+                 for row in empty]
+        return f"run{'s' if len(names) > 1 else ''} {', '.join(names)}"
+    setting = "threshold= (CLI: --threshold) sets the least relevance that counts as relevant"
+    where = runs(truth_counts)
+    if where:
+        warn(f"no user has a relevant truth item (relevance >= threshold = {threshold}) in {where}: its metrics "
+             f"are NULL; {setting}")
+    where = runs(intent_counts)
+    if where:
+        warn(f"no user of intents is in the intent-aware metrics' population (population={population!r}, relevant: "
+             f"relevance >= threshold = {threshold}) in {where}: their values are NULL; {setting}")
 
 
 def _warn_segment_runs(plan: Plan, rows: ResultFrames) -> None:
@@ -157,19 +171,21 @@ def _warn_segment_runs(plan: Plan, rows: ResultFrames) -> None:
         return
     runs = internal_runs(plan)  # _run0, _run1, ...: plain names
     for i, column in enumerate(plan.run_cols):
-        groups = ", ".join([*(r for j, r in enumerate(runs) if j != i), "user_id"])
-        # the values of the column, and the most any (other runs, user) group has (NULL: no group; a NULL value is none)
+        others = [r for j, r in enumerate(runs) if j != i]
+        # the most values of the column within one run of the other columns (a column they determine, a model's
+        # version say, has one), and the most any (other runs, user) group has (NULL: no group; NULL is no value)
         values, most = rows.query(
-            f"WITH r AS (SELECT * FROM per_user WHERE _has_recs = 1) SELECT (SELECT COUNT(DISTINCT {runs[i]}) FROM r), "
-            f"(SELECT MAX(n) FROM (SELECT COUNT(DISTINCT {runs[i]}) AS n FROM r GROUP BY {groups}))")[0]
-        if values < 2 or most != 1:
+            f"WITH r AS (SELECT * FROM per_user WHERE _has_recs = 1) SELECT (SELECT MAX(n) FROM (SELECT COUNT(DISTINCT "
+            f"{runs[i]}) AS n FROM r{' GROUP BY ' + ', '.join(others) if others else ''})), "
+            f"(SELECT MAX(n) FROM (SELECT COUNT(DISTINCT {runs[i]}) AS n FROM r GROUP BY {', '.join([*others, 'user_id'])}))")[0]
+        if values is None or values < 2 or most != 1:
             continue
-        warnings.warn(f"run_cols: every user of recs appears under one value of the run column {column!r} (which "
-                      f"has {values}), and truth has no {column!r} column: each of its runs is "
-                      f"scored over every truth user, those of the other values counted as 0 (users_without_recs). "
-                      f"If {column!r} gives user segments, pass segments= (a table of {plan.user_col!r} -> "
-                      f"{column!r}; CLI: --segments) instead, to evaluate within each segment",
-                      RecsqlWarning, stacklevel=3)
+        within = " within one run of the other run columns" if others else ""
+        warn(f"run_cols: every user of recs appears under one value of the run column {column!r} (which "
+             f"has {values}{within}), and truth has no {column!r} column: each of its runs is "
+             f"scored over every truth user, those of the other values counted as 0 (users_without_recs). "
+             f"If {column!r} gives user segments, pass segments= (a table of {plan.user_col!r} -> "
+             f"{column!r}; CLI: --segments) instead, to evaluate within each segment")
         return
 
 

@@ -22,13 +22,20 @@ def _interrupted(signum: int, frame: object) -> None:
 
 def _show_warning(message: object, category: type, filename: str, lineno: int, file: object = None,
                   line: str | None = None) -> None:
-    """Python's warning display, with every character that could drive the terminal (a name's escape
-    sequence, carriage return, direction override) shown as its escape."""
+    """A warning on the terminal: recsql's own as ``recsql: warning: <message>`` (the file and line of
+    recsql's code that raised it mean nothing to the command's user), any other in Python's display; every
+    character that could drive the terminal (a name's escape sequence, carriage return, direction
+    override) shown as its escape."""
     import warnings
 
+    from .errors import RecsqlWarning
     from .safe_text import for_terminal
+    if issubclass(category, RecsqlWarning):
+        text = f"recsql: warning: {message}\n"
+    else:
+        text = warnings.formatwarning(message, category, filename, lineno, line)  # type: ignore[arg-type]
     try:
-        (file or sys.stderr).write(for_terminal(warnings.formatwarning(message, category, filename, lineno, line)))
+        (file or sys.stderr).write(for_terminal(text))
     except (OSError, ValueError, AttributeError):  # stderr closed: as Python's own display, nothing
         pass
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import os
+import sys
+import warnings
 from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
@@ -21,6 +24,19 @@ class RecsqlError(ValueError):
 
 class RecsqlWarning(UserWarning):
     """Something the user should know about the result (for example an empty population)."""
+
+
+PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str, category: type[Warning] = RecsqlWarning) -> None:
+    """``warnings.warn`` pointed at the first caller outside recsql (the user's line that called
+    ``recsql.evaluate``, through however many of recsql's own functions and decorators), so that the
+    warning names that line and a filter on the caller's module matches it."""
+    frame, level = sys._getframe(1), 2  # level 2: the caller of warn
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level - 1 if frame is None else level)
 
 
 def suggest_keywords(function: Callable[..., T]) -> Callable[..., T]:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from .arguments import COLUMN_OPTIONS, checked_options, run_columns
-from .errors import RecsqlError
+from .errors import RecsqlError, warn
 from .metrics import Metric
 
 ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents",
@@ -36,8 +35,8 @@ def renamed(new_name: str, new: Any, old_name: str, old: Any, where: str, what: 
         return new
     if new is not None:
         raise RecsqlError(f"{where}: pass {new_name}= only ({old_name}= is its old name{what})")
-    warnings.warn(f"{where}: {old_name}= is renamed {new_name}={what}; {old_name}= will be removed in the next "
-                  "release", FutureWarning, stacklevel=3)
+    warn(f"{where}: {old_name}= is renamed {new_name}={what}; {old_name}= will be removed in the next release",
+         FutureWarning)
     return old
 
 
@@ -175,8 +174,8 @@ def metrics_first(function: Callable[..., str]) -> Callable[..., str]:
     @functools.wraps(function)
     def ordered(*args: Any, **kwargs: Any) -> str:
         if args and metrics_like(args[0]) and "metrics" not in kwargs:
-            warnings.warn("to_sql(metrics, recs, truth) is now to_sql(recs, truth, metrics), in evaluate's order; the "
-                          "old order will be refused in the next release", FutureWarning, stacklevel=2)
+            warn("to_sql(metrics, recs, truth) is now to_sql(recs, truth, metrics), in evaluate's order; the "
+                 "old order will be refused in the next release", FutureWarning)
             args, kwargs = args[1:], {**kwargs, "metrics": args[0]}
         return function(*args, **kwargs)
     return ordered

@@ -31,10 +31,9 @@ small already ((Σ w)² / Σ w² ≤ Σ w / max w).
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, NamedTuple, Sequence
 
-from .errors import RecsqlError, RecsqlWarning
+from .errors import RecsqlError, warn
 from .metrics import Metric
 from .run_labels import label, plain
 
@@ -134,9 +133,8 @@ def warn_weights(summary: Sequence[dict[str, Any]], metrics: Sequence[Metric], n
                 continue
             values = [plain(row[c]) for c in run_cols]
             run = (f"run {label(values, run_cols) if len(run_cols) > 1 else values[0]!r}: " if run_cols else "")
-            warnings.warn(f"{run}the effective sample size of the importance weights ({what}) is "
+            warn(f"{run}the effective sample size of the importance weights ({what}) is "
                           f"{found:.4g}, below {share:g} of the n = {logged} logged {units}: "
                           f"the estimates {', '.join(m.column for m in estimators)} rest on a few {units} (the new "
                           f"policy mostly shows what the logging policy rarely did), and are noisy whatever their "
-                          f"formula; min_ess_share (CLI: --min-ess-share) sets the threshold, 0 turns this off",
-                          RecsqlWarning, stacklevel=4)  # evaluate's caller (through suggest_keywords)
+                          f"formula; min_ess_share (CLI: --min-ess-share) sets the threshold, 0 turns this off")

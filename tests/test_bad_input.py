@@ -110,8 +110,10 @@ def test_inputs_that_work(engine):
     result = recsql.evaluate(empty, t, ["ndcg@3", "hr@3"], con=engine.con)
     assert result.summary[["n_users", "ndcg@3", "hr@3", "users_without_recs"]].iloc[0].tolist() == [2, 0.0, 0.0, 2]
     none_relevant = engine.load(TRUTH.assign(relevance=[0.0, 0.0]))
-    with pytest.warns(recsql.RecsqlWarning, match="no user has a relevant truth item"):
+    with pytest.warns(recsql.RecsqlWarning, match=r"no user has a relevant truth item \(relevance >= threshold = 1\) "
+                      r"in the evaluation: its metrics are NULL; threshold= \(CLI: --threshold\)") as said:
         result = recsql.evaluate(r, none_relevant, ["ndcg@3"], con=engine.con)
+    assert [w.filename for w in said] == [__file__]
     assert result.summary["n_users"].iloc[0] == 0 and pd.isna(result.summary["ndcg@3"].iloc[0])
 
 

@@ -178,6 +178,15 @@ def test_empty_population_gives_null_and_a_warning():
         result = recsql.evaluate(recs, truth, ["ndcg@5"])
     assert result.summary["n_users"].iloc[0] == 0 and pd.isna(result.summary["ndcg@5"].iloc[0])
     assert result.per_user.empty
+    two = pd.concat([recs.assign(model="A"), recs.assign(model="B", user_id=2)])
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 1], "relevance": [0, 1]})
+    with pytest.warns(recsql.RecsqlWarning) as said:  # one warning, naming the runs whose population is empty
+        # (and the warning that each user is under one model: these runs split the users)
+        recsql.evaluate(two, truth.assign(relevance=[0, 0]), ["ndcg@5"], run_cols="model")
+        recsql.evaluate(two, truth.assign(model=["A", "B"], user_id=[1, 2]), ["ndcg@5"], run_cols="model")  # truth by run
+    assert [str(w.message).split(":")[0] for w in said if str(w.message).startswith("no user")] == [
+        "no user has a relevant truth item (relevance >= threshold = 1) in runs 'A', 'B'",
+        "no user has a relevant truth item (relevance >= threshold = 1) in run 'A'"]
 
 
 def test_money_metrics_read_prices_from_items():

@@ -240,6 +240,27 @@ def test_a_run_column_that_partitions_the_users_is_warned_about():
     assert "RecsqlWarning" in done.stderr and "segments=" in done.stderr, done.stderr
 
 
+def test_a_run_column_the_others_determine_is_not_warned_about(tmp_path):
+    """A model's version beside its name is a run column the other determines (one value per model): every user
+    is under one value of it within a model, as every user is under one model, but it splits no model's users.
+    A country within each model does, and is named, on the command line as ``recsql: warning:``."""
+    versioned = RECS.assign(version=RECS["model"].map({"A": "v1", "B": "v7"}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        recsql.evaluate(versioned, TRUTH, ["ndcg@10"], run_cols=["model", "version"])
+    recs = versioned.assign(country=RECS["user_id"].map(dict(zip(SEGMENTS["user_id"], SEGMENTS["country"]))))
+    with pytest.warns(recsql.RecsqlWarning, match=r"run column 'country' \(which has 2 within one run of the other") as said:
+        recsql.evaluate(recs, TRUTH, ["ndcg@10"], run_cols=["model", "version", "country"])
+    assert [w.filename for w in said] == [__file__]  # the caller's line, not recsql's
+    recs.to_csv(tmp_path / "recs.csv", index=False)
+    TRUTH.to_csv(tmp_path / "truth.csv", index=False)
+    done = _cli("evaluate", "recs.csv", "truth.csv", "-m", "ndcg@10", "--run-col", "model", "--run-col", "country",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "recsql: warning: run_cols: every user of recs appears under one value of the run column 'country'" \
+        in done.stderr and "RecsqlWarning" not in done.stderr and ".py:" not in done.stderr, done.stderr
+
+
 def test_a_dbt_model_takes_segments(tmp_path):
     project = tmp_path / "project"
     (project / "models").mkdir(parents=True)
