@@ -21,15 +21,20 @@ HEAVY = ("pandas", "numpy", "pyarrow", "duckdb", "sqlglot", "scipy", "matplotlib
          "recsql.dbt", "recsql.api", "recsql.compose", "recsql.engines", "recsql.report")
 
 
+def probed(code: str) -> object:
+    """What ``code``, run in a fresh interpreter from the repository's root, prints as JSON on the last line of
+    stderr (the commands it runs print on stdout)."""
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stderr.strip().splitlines()[-1])
+
+
 def loaded_after(argv: list[str], modules: tuple[str, ...]) -> list[str]:
     """The ``modules`` in ``sys.modules`` after ``recsql argv`` ran through the console command's entry
     point (recsql.entry:main, as pyproject.toml's [project.scripts] names it), in a fresh interpreter."""
-    probe = ("import json, sys\nfrom recsql.entry import main\nsys.argv = ['recsql', *%r]\ntry:\n    main()\n"
-             "except SystemExit:\n    pass\nsys.stdout.flush()\n"
-             "print(json.dumps(sorted(m for m in %r if m in sys.modules)), file=sys.stderr)") % (argv, modules)
-    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert ran.returncode == 0, ran.stderr
-    return json.loads(ran.stderr.strip().splitlines()[-1])
+    return probed(("import json, sys\nfrom recsql.entry import main\nsys.argv = ['recsql', *%r]\ntry:\n    main()\n"
+                   "except SystemExit:\n    pass\nsys.stdout.flush()\n"
+                   "print(json.dumps(sorted(m for m in %r if m in sys.modules)), file=sys.stderr)") % (argv, modules))
 
 
 def test_the_console_command_is_the_entry_point_probed():
@@ -79,10 +84,8 @@ def test_composing_a_comparison_and_generating_dbt_models_import_no_dataframe(tm
              "sql = recsql.to_sql('recs', 'truth', ['ndcg@10', 'coverage@10'], run_cols=['model'], "
              "compare={'baseline': 'popular'})\n"
              "assert 'cmp_' in sql\n"
-             "print(json.dumps(sorted(m for m in %r if m in sys.modules)))") % (heavy,)
-    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert ran.returncode == 0, ran.stderr
-    assert json.loads(ran.stdout.strip().splitlines()[-1]) == []
+             "print(json.dumps(sorted(m for m in %r if m in sys.modules)), file=sys.stderr)") % (heavy,)
+    assert probed(probe) == []
     project = tmp_path / "project"
     project.mkdir()
     (project / "dbt_project.yml").write_text("name: p\nversion: '1'\nconfig-version: 2\nprofile: p\n")
@@ -135,12 +138,8 @@ def test_a_report_imports_pandas_while_the_engine_computes(tmp_path):
              "sys.meta_path.insert(0, Seen())\nfrom recsql.entry import main\nsys.argv = ['recsql', *%r]\nmain()\n"
              "print(json.dumps({m: first.get(m) for m in ('pandas', 'recsql.report.data', 'duckdb', 'recsql.report.build')}),"
              " file=sys.stderr)") % (argv,)
-    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert ran.returncode == 0, ran.stderr
-    threads = json.loads(ran.stderr.strip().splitlines()[-1])
-    assert threads == {"pandas": "recsql-import-ahead", "recsql.report.data": "recsql-import-ahead",
-                       "duckdb": "MainThread", "recsql.report.build": "MainThread"}
+    assert probed(probe) == {"pandas": "recsql-import-ahead", "recsql.report.data": "recsql-import-ahead",
+                             "duckdb": "MainThread", "recsql.report.build": "MainThread"}
     assert "coverage@10" in out.read_text(encoding="utf-8")
-    probe = "import sys, recsql.report.build\nprint(sorted(m for m in ('pandas', 'recsql.report.data') if m in sys.modules))"
-    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120).stdout.strip() == "[]"
+    assert probed("import json, sys, recsql.report.build\n"
+                  "print(json.dumps([m for m in ('pandas', 'recsql.report.data') if m in sys.modules]), file=sys.stderr)") == []
