@@ -19,6 +19,7 @@ from .errors import RecsqlError
 from .extras import import_ahead
 from .safe_text import for_terminal
 from .table_text import lists_text
+from .comparison_settings import GLOBAL_INTERVAL_BIAS
 from .significance import CORRECTIONS
 
 P_FLOOR = 1e-16  # a smaller p-value (0.0 included, where a tail probability underflows) prints as "< 1e-16"
@@ -170,5 +171,20 @@ def tables(result: comparison.Comparison, alpha: float, wide: bool) -> str:
         runs, tests = _text(short_runs, lambda: result.runs, "mean"), _text(short_tests, lambda: result.tests, "n")
         heading = (f"tests (run minus baseline; p-values corrected: {correction}; verdict at alpha {alpha:g}, every "
                    "test below it; --wide: every column)")
-    return (f"runs (mean and {result.settings.ci:.0%} bootstrap interval over users)\n{runs}\n\n"
+    return (f"runs (mean and {result.settings.ci:.0%} bootstrap interval over users)\n{runs}\n{excluded(result)}\n"
             f"{heading}\n{tests}")
+
+
+def _number(value: Any) -> bool:
+    return value is not None and value == value  # not NULL, not NaN
+
+
+def excluded(result: comparison.Comparison) -> str:
+    """A note under the runs' table naming each global metric (one number per run: coverage, gini,
+    personalization) whose interval excludes its value, and why; empty when none does."""
+    glob = {m.column for m in result.metrics if m.spec.population == "global" and m.spec.family != "off_policy"}
+    runs = result.tables[0]
+    keys = runs.columns[:runs.columns.index("metric")]  # the run's (and segment's) key columns
+    outside = [f"{r['metric']} of {'/'.join(str(r[k]) for k in keys)}" for r in runs.rows if r["metric"] in glob
+               and _number(r["mean"]) and _number(r["ci_low"]) and not r["ci_low"] <= r["mean"] <= r["ci_high"]]
+    return f"note: the interval excludes the value for {', '.join(outside)}: {GLOBAL_INTERVAL_BIAS}\n" if outside else ""

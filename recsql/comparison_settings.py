@@ -20,6 +20,11 @@ TESTS = ("t", "wilcoxon", "randomization")  # the default tests
 ALL_TESTS = (*TESTS, "tukey")  # tukey: the randomized Tukey HSD over every pair of runs (asked for by name)
 OPTION_KEYS = ("baseline", "tests", "ci", "resamples", "seed", "correction")  # to_sql(compare={...})'s keys
 SEGMENT_KEYS = ("segments", "segment_cols")  # ... and its segments (recsql.api)
+# Why a global metric's percentile interval (coverage, gini, personalization: one number per run) can miss its
+# value: written once for the report's legend and the command line's note.
+GLOBAL_INTERVAL_BIAS = ("a resample repeats some users and drops others, so its lists hold fewer distinct items than "
+                        "the users' own; the percentile interval of such a metric is biased (coverage low, gini high) "
+                        "and can exclude the value itself")
 UNCORRECTED = {"tukey"}  # tests that control the family-wise error themselves
 # The p-value columns of each test (and the statistic beside them).
 TEST_COLUMNS = {"t": ("t", "p_t"), "wilcoxon": ("p_wilcoxon",), "randomization": ("p_randomization",),

@@ -158,6 +158,25 @@ def test_compare_prints_a_compact_table_and_never_a_p_value_of_zero(tmp_path, ca
     assert all(float(cells[c].replace("< ", "")) > 0 for c in cells if c.startswith("p_"))  # never printed as 0
 
 
+def test_compare_says_why_a_global_metric_s_interval_excludes_its_value(capsys):
+    """The bootstrap of coverage is biased low (a resample shows fewer distinct items): its interval can lie below
+    the value. The table says so under the runs, naming each (metric, run) where it does, and only those; the
+    premise is read from the API's own numbers."""
+    args = ["compare", RECS, TRUTH, "-m", "ndcg@10", "-m", "coverage@10", "--run-col", "model", "--baseline", "popular",
+            "--resamples", "200"]
+    runs = recsql.compare(RECS, TRUTH, ["ndcg@10", "coverage@10"], run_cols="model", baseline="popular",
+                          resamples=200).runs
+    outside = runs[(runs["ci_low"] > runs["mean"]) | (runs["ci_high"] < runs["mean"])]
+    assert set(outside["metric"]) == {"coverage@10"} and len(outside) >= 1  # the premise
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    named = ", ".join(f"coverage@10 of {run}" for run in outside["run"])
+    assert f"note: the interval excludes the value for {named}: a resample repeats some users" in out
+    assert out.index("note:") < out.index("tests (")
+    assert main([*args[:5], *args[7:]]) == 0  # ndcg@10 alone: its interval holds its value, no note
+    assert "note:" not in capsys.readouterr().out
+
+
 def _cells(header: str, row: str) -> dict[str, str]:
     """A right-aligned table row's cells by column name (each cell ends where its column's name ends)."""
     ends = [(m.group(), m.end()) for m in re.finditer(r"\S+", header)]

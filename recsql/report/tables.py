@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..comparison_settings import GLOBAL_INTERVAL_BIAS
 from ..families import Family, grouped
 from ..run_labels import plain
 from ..safe_text import html_text
@@ -156,9 +157,7 @@ def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str
     excluded = (text(" Here the interval excludes the value for ") + text(", ").join(outside) + text(".")
                 if outside else "")
     return (text(" Global metrics (") + text(", ").join(name(g) for g in sorted(glob)) + text(
-        "): a resample repeats some users and drops others, so its lists hold fewer distinct items than the users' "
-        "own; the percentile interval of such a metric is biased (coverage low, gini high) and can exclude the value "
-        "itself.") + excluded + logged)
+        f"): {GLOBAL_INTERVAL_BIAS}.") + excluded + logged)
 
 
 def by_family(data: ReportData) -> list[tuple[Family, list[str]]]:
