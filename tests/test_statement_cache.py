@@ -323,11 +323,19 @@ def test_a_full_folder_keeps_the_newest_and_a_new_process_reads_it(cache, monkey
     assert newest.stdout == recsql.to_sql("r", "t", ["map@8"]) + "\n"
 
 
+def _readers() -> list[str]:
+    """The file readers recsql.sources writes for a path, which recsql.trees must know to write their text."""
+    from recsql import sources, trees
+    written = sorted(set(sources._READERS.values()))
+    assert written == sorted(trees._READERS)
+    return written
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(["read_parquet", "read_csv", "read_json"]), st.text(min_size=1, max_size=40))
+@given(st.sampled_from(_readers()), st.text(min_size=1, max_size=40))
 def test_a_file_reader_is_sqlglot_text(reader, path):
     """The DESCRIBE of a file input is written without sqlglot's DuckDB dialect, as sqlglot writes it (a path it
-    cannot write plainly is left to sqlglot)."""
+    cannot write plainly is left to sqlglot), for every reader recsql.sources writes."""
     from recsql.trees import relation_text
     relation = exp.Anonymous(this=reader, expressions=[exp.Literal.string(path)])
     assert relation_text(relation) in (None, relation.sql("duckdb"))
