@@ -49,7 +49,7 @@ LAYERS = (
      ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain", "recsql.weights_warning")),
     ("report", "the report's page and tables, drawn from results already computed (read by their fields, so "
                "the results can offer them)",
-     ("recsql.report", "recsql.report.cutoffs", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",
+     ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",
       "recsql.report.svg")),
     ("results", "what evaluate and compare return, and the comparison of per-user values that Evaluation.compare runs",
      ("recsql.comparison_decisions", "recsql.comparison_result", "recsql.comparison_run", "recsql.evaluation_result")),

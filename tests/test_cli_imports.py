@@ -123,23 +123,3 @@ def test_a_report_imports_no_scipy_solver_or_integrator(tmp_path):
     loaded = loaded_after(argv, ("scipy.special", "scipy.optimize", "scipy.integrate", "scipy.stats"))
     assert loaded == ["scipy.special"]
     assert "What these users could detect (paired t-test" in (tmp_path / "report.html").read_text(encoding="utf-8")
-
-
-def test_a_report_imports_pandas_while_the_engine_computes(tmp_path):
-    """``recsql report`` evaluates and compares without pandas; pandas and the page's modules (about half a
-    second cold) are imported by the thread that imports ahead, while DuckDB runs the statements, not by the
-    command before them. The thread that first imports each module is recorded by a finder on sys.meta_path."""
-    out = tmp_path / "report.html"
-    argv = ["report", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet", "-m", "ndcg@10", "-m", "coverage@10",
-            "--run-col", "model", "--baseline", "popular", "--out", str(out)]
-    probe = ("import json, sys, threading\nfirst = {}\nclass Seen:\n"
-             "    def find_spec(self, name, path=None, target=None):\n"
-             "        first.setdefault(name, threading.current_thread().name)\n"
-             "sys.meta_path.insert(0, Seen())\nfrom recsql.entry import main\nsys.argv = ['recsql', *%r]\nmain()\n"
-             "print(json.dumps({m: first.get(m) for m in ('pandas', 'recsql.report.data', 'duckdb', 'recsql.report.build')}),"
-             " file=sys.stderr)") % (argv,)
-    assert probed(probe) == {"pandas": "recsql-import-ahead", "recsql.report.data": "recsql-import-ahead",
-                             "duckdb": "MainThread", "recsql.report.build": "MainThread"}
-    assert "coverage@10" in out.read_text(encoding="utf-8")
-    assert probed("import json, sys, recsql.report.build\n"
-                  "print(json.dumps([m for m in ('pandas', 'recsql.report.data') if m in sys.modules]), file=sys.stderr)") == []

@@ -17,13 +17,10 @@ import importlib
 import sys
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import RecsqlError
-from .cutoffs import MAX_K
-
-if TYPE_CHECKING:  # the frames, with pandas: imported where a report is assembled
-    from .data import ReportData
+from .data import MAX_K, ReportData, assemble
 
 __all__ = ["MAX_K", "Report", "build_report", "report", "comparison_html", "evaluation_html", "from_comparison", "from_evaluation"]
 
@@ -104,7 +101,6 @@ def from_evaluation(evaluation: Any, *, baseline: Any = None, comparison: Any = 
         comparison, notes = comparison_of(compare, asked)
     elif comparison is None:
         notes.append("One run: means without intervals or tests (a comparison needs two runs or more).")
-    from .data import assemble
     return Report(assemble(asked=asked, evaluation=evaluation, comparison=comparison, options=options,
                            inputs=inputs, title=title, notes=notes, date=date))
 
@@ -114,7 +110,6 @@ def from_comparison(comparison: Any, *, evaluation: Any = None, title: str | Non
                     date: bool | str | None = None) -> Report:
     """A report of a :class:`recsql.Comparison` (within segments when it has segment columns); the
     curves and per-user distributions need the ``evaluation`` too."""
-    from .data import assemble
     segmented = list(comparison.runs.columns[:1]) != ["run"]
     return Report(assemble(asked=comparison.metrics, evaluation=evaluation,
                            comparison=None if segmented else comparison, segmented=comparison if segmented else None,

@@ -13,8 +13,8 @@ from ..errors import RecsqlError, RecsqlWarning
 from ..inputs import ROLES, metrics_given, renamed, unpacked
 from ..metrics import parse_metrics
 from ..sources import looks_like_path
-from . import Report, comparison_of
-from .cutoffs import MAX_K, curve_metrics
+from . import MAX_K, Report, comparison_of
+from .data import assemble, curve_metrics
 
 
 def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols: Any = (), baseline: Any = None,
@@ -64,7 +64,7 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
                     **{**options, "min_ess_share": 0})  # evaluate has warned on the weights already
     comparison = segmented = None
     notes: list[str] = [f"evaluate warned: {text}" for text in dict.fromkeys(warned)]
-    if evaluation.run_cols and evaluation.rows.arrow("summary").num_rows >= 2:  # the runs, without pandas
+    if evaluation.run_cols and len(evaluation.summary) >= 2:
         step("comparing runs")
         overall = partial(comparison_of, lambda ms: compare(recs, truth, ms, **settings), shown)
         within = None
@@ -83,7 +83,6 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
              "curves": f"k = 1..K, K = the largest asked cutoff (at most {max_k})" if curves else "off"}
     for key in ("con", "progress", *ROLES):  # the inputs are named in the provenance, by their fingerprints
         given.pop(key, None)
-    from .data import assemble  # with pandas: imported ahead by ``recsql report`` while the engine computed
     return Report(assemble(asked=shown, evaluation=evaluation, comparison=comparison, segmented=segmented,
                            options=given, inputs=inputs, title=title, notes=notes, date=date))
 
@@ -123,7 +122,7 @@ def _segment_table(segments: Any, columns: Sequence[str] | None, user_col: str, 
         if missing:
             raise RecsqlError(f"segments: no column {missing[0]!r}; its columns are {', '.join(relation.columns)}")
         picked = ", ".join(_identifier(present[c.lower()]) for c in [user_col, *columns])
-        return relation.query("segments_in", f"SELECT DISTINCT {picked} FROM segments_in").to_arrow_table()
+        return relation.query("segments_in", f"SELECT DISTINCT {picked} FROM segments_in").df()
     except duckdb.Error as err:
         raise RecsqlError(f"segments {segments!r} could not be read: {err}") from None
     finally:

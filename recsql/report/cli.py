@@ -21,7 +21,7 @@ from typing import TextIO
 from ..errors import RecsqlError
 from ..extras import import_ahead
 from ..safe_text import for_terminal
-from .cutoffs import MAX_K
+from .data import MAX_K
 
 DEFAULT_OUT = "recsql-report.html"  # --out's default, in the current directory
 
@@ -103,17 +103,14 @@ def _check_out(args: argparse.Namespace) -> None:
 
 # Imported ahead, while the engine computes (:func:`recsql.extras.import_ahead`): the special functions of the
 # tests' tails and of the detectable differences the page shows (recsql.decisions, whose root is found by
-# bisection; scipy.integrate is imported only for a noncentral t's far tail, where scipy's own is NaN), then
-# pandas and the page's modules, which evaluate and compare do not need (numpy and pyarrow, which pandas
-# imports, are loaded by then: the command's own modules import them).
-AHEAD = ("scipy.special", "pandas", "recsql.report.html")
+# bisection; scipy.integrate is imported only for a noncentral t's far tail, where scipy's own is NaN).
+AHEAD = ("scipy.special",)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..cli_inputs import recs_and_truth as _recs_and_truth
     from ..cli_output import is_terminal as _is_terminal
     from ..comparison_cli import keywords
-    from . import build  # noqa: F401 - the engine's modules, loaded before the imports ahead start
     from . import report as make_report
     _check_out(args)
     import_ahead(AHEAD)

@@ -28,11 +28,11 @@ from ..comparison_settings import TEST_COLUMNS, UNCORRECTED
 from ..errors import RecsqlError
 from .. import run_labels
 from ..metrics import Metric
-from .cutoffs import family_label, family_of
 
 if TYPE_CHECKING:  # a type only: the comparison's result draws its report from this package
     from ..comparison_result import Comparison
 
+MAX_K = 100  # the largest cutoff a metric@k curve is drawn to (every cutoff 1..K is a column of the query)
 BINS = 20  # histogram bins of the per-user distributions
 ONE_RUN = "all"  # the run label of an evaluation without run columns
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "randomization": "randomization test",
@@ -74,6 +74,37 @@ def labelled(frame: pd.DataFrame, run_cols: Sequence[str]) -> pd.Series:
     labels = [run_label(key, run_cols) for key in keys]
     run_labels.refuse_shared(zip(keys, labels), "report")
     return pd.Series(labels, index=frame.index, dtype=object)
+
+
+def family_of(metric: Metric) -> tuple:
+    """What makes cutoffs of one metric one curve: the name, the options and which options were written."""
+    return metric.name, metric.options, metric.explicit
+
+
+def family_label(metric: Metric) -> str:
+    """The curve's name: the metric as asked, without its cutoff (``ndcg``, ``ndcg(gain=exponential)``)."""
+    suffix = f"@{metric.k}"
+    if metric.column.endswith(suffix):
+        return metric.column[:-len(suffix)]
+    return str(metric).removesuffix(suffix)  # another tool's spelling (P_10): recsql's name
+
+
+def curve_metrics(asked: Sequence[Metric], max_k: int = MAX_K) -> list[Metric]:
+    """Every cutoff 1..K of each asked metric that has one (K = the largest cutoff asked of the
+    metric, at most ``max_k``), with the options the user wrote kept as written, so that a
+    convention fills in the same defaults as for the asked metric."""
+    if isinstance(max_k, bool) or not isinstance(max_k, int) or max_k < 1:
+        raise RecsqlError(f"max_k={max_k!r}: the curves' largest cutoff must be a whole number >= 1 (default {MAX_K})")
+    largest: dict[tuple, tuple[Metric, int]] = {}
+    for m in asked:
+        if m.k is not None:
+            key = family_of(m)
+            largest[key] = (m, max(m.k, largest.get(key, (m, 0))[1]))
+    extra = []
+    for m, top in largest.values():
+        written = {o: m.all_options()[o] for o in m.explicit}
+        extra += [Metric(m.name, k, **written) for k in range(1, min(top, max_k) + 1)]
+    return extra
 
 
 def curves(summary: pd.DataFrame, metrics: Sequence[Metric], asked: Sequence[Metric]) -> pd.DataFrame:

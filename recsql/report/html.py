@@ -11,8 +11,7 @@ import pandas as pd
 
 from ..safe_text import html_code, html_text, isolated, script_json
 from . import figures, tables
-from .cutoffs import family_label
-from .data import ReportData, primary_test, segment_columns, segment_label
+from .data import ReportData, family_label, primary_test, segment_columns, segment_label
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2328;margin:0;background:#f6f8fa}
