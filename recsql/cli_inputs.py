@@ -65,7 +65,7 @@ def add_segments(parser: argparse.ArgumentParser, help: str | None = None) -> No
 
 
 def add_segment_col(parser: argparse.ArgumentParser, help: str | None = None) -> None:
-    """``--segment-col`` (repeatable): evaluate's, sql's and report's."""
+    """``--segment-col`` (repeatable): evaluate's, sql's, compare's and report's."""
     add(parser, "segment_cols", help)
 
 

@@ -82,7 +82,8 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
     next release with a FutureWarning). ``segments``: an input (table,
     file or DataFrame, like ``recs``) with the user column and one or more segment columns (a cohort,
     a country): one row per user; runs are compared within each segment, and every user of the
-    population must have one. Every other option is :func:`recsql.evaluate`'s (``con``, columns,
+    population must have one; ``segment_cols`` names the segment columns (default: every column but the
+    user's). Every other option is :func:`recsql.evaluate`'s (``con``, columns,
     ``threshold``, ``convention``, ...)."""
     settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
     expected_recs = renamed("expected_recs", expected_recs, "baseline_recs", baseline_recs, "compare",
@@ -90,6 +91,7 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
     recs, truth, metrics, options = unpacked(recs, truth, metrics, {**options, "run_cols": run_cols, "segments": segments,
                                                                     "expected_recs": expected_recs}, "compare")
     segments = options.pop("segments")  # compared within each segment (evaluate's segments= evaluates within)
+    segment_cols = options.pop("segment_cols", None)  # which of its columns (evaluate's option, read here)
     arguments = _evaluate_arguments(recs, truth, metrics_given(metrics, "compare"), options)
     share = checked_share(arguments["min_ess_share"])  # refused before any query, as by evaluate
     request = checked_request(arguments["metrics"], Inputs.of(arguments), con=arguments["con"],
@@ -99,7 +101,8 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
                           "(CLI: --run-col model)")
     global_metrics(request.metrics)
     started = time.perf_counter()
-    with bound(request) as (runner, plan, sources), bound_segments(segments, runner, sources, plan.user_col) as grouping:
+    with bound(request) as (runner, plan, sources), \
+            bound_segments(segments, runner, sources, plan.user_col, segment_cols) as grouping:
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
         sql, values = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
         rows = records(fetch_statistics(runner, plan, sql, recomputes(values.global_kinds)))

@@ -13,7 +13,8 @@ import sys
 from typing import Any, Callable
 
 from . import comparison, decisions_cli
-from .cli_inputs import add_min_ess_share, add_segments, column_kwargs, columns, inputs, recs_and_truth, side_kwargs
+from .cli_inputs import (add_min_ess_share, add_segment_col, add_segments, column_kwargs, columns, inputs, recs_and_truth,
+                         side_kwargs)
 from .cli_output import FORMATS
 from .errors import RecsqlError
 from .extras import import_ahead
@@ -39,6 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cp.add_argument("--alpha", type=float, default=0.05,
                     help="table: the level of the verdict (default 0.05): higher / lower when every test's corrected "
                          "p-value is below it, else not significant")
+    add_segment_col(cp, "a segment column of --segments to compare within (repeat for several; default: every "
+                        "column but the user's)")
     decisions_cli.add_options(cp)
     columns(cp)
     cp.set_defaults(func=cmd_compare)
@@ -77,7 +80,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.run_cols:
         raise RecsqlError("compare needs runs: name the run key column of RECS with --run-col (e.g. --run-col model)")
     import_ahead(("scipy.special",))  # the p-values' tails, imported while the statement runs
-    result = comparison.compare(recs, truth, args.metrics, segments=args.segments, **keywords(args))
+    result = comparison.compare(recs, truth, args.metrics, segments=args.segments, segment_cols=args.segment_cols,
+                                **keywords(args))
     if not 0 < args.alpha < 1:
         raise RecsqlError(f"--alpha {args.alpha}: the verdict's level must be between 0 and 1, e.g. --alpha 0.05")
     if args.format == "table":

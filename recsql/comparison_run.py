@@ -5,7 +5,7 @@ rows (:func:`refuse_segment_rows`), and the comparison of per-user values alread
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from sqlglot import exp
 
@@ -70,9 +70,15 @@ def fetch_statistics(runner: Runner, plan: Any, sql: str, recomputes: bool = Fal
 
 
 @contextmanager
-def bound_segments(segments: Any, runner: Runner, sources: dict[str, Any], user_col: str) -> Iterator[tuple | None]:
-    """The bound segments input as (relation, user column, segment columns); unbound afterwards."""
+def bound_segments(segments: Any, runner: Runner, sources: dict[str, Any], user_col: str,
+                   segment_cols: Iterable[str] | str | None = None) -> Iterator[tuple | None]:
+    """The bound segments input as (relation, user column, segment columns: ``segment_cols``, default every
+    column but the user's); unbound afterwards."""
+    named = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols or ())
     if segments is None:
+        if named:
+            raise RecsqlError(f"segment_cols={named!r} names columns of segments, and no segments were given: pass "
+                              "segments= too (CLI: --segments FILE --segment-col COLUMN)")
         yield None
         return
     source = bind("segments", segments, runner)
@@ -80,7 +86,9 @@ def bound_segments(segments: Any, runner: Runner, sources: dict[str, Any], user_
         source.columns = runner.describe(source)
         user = resolve_column(source, user_col, "user_col")
         require_same_ids(sources["recs"], source, [("user", user_col, user)])
-        columns = [c for c in source.columns if c != user]
+        columns = [resolve_column(source, c, "segment_cols") for c in named] or [c for c in source.columns if c != user]
+        if user in columns:
+            raise RecsqlError(f"segment_cols: {user!r} is the user column; name the segment columns")
         if not columns:
             raise RecsqlError(f"segments: the input has only the user column {user!r}; add the segment columns "
                               "(one row per user: user, cohort, ...)")

@@ -72,6 +72,9 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
                               "no table, so they cannot take every column but the user's as evaluate does)")
         settings.update(segment_cols=segment_cols, run_cols=(*settings["run_cols"], *segment_cols))
         settings.setdefault("segment_user", settings["user_col"])
+    elif cols["segment_cols"]:  # not left unread: the user asked to evaluate within segments
+        raise RecsqlError(f"segment_cols={list(cols['segment_cols'])!r} names columns of segments, and no segments "
+                          "were given: pass segments= too (CLI: --segments FILE --segment-col COLUMN)")
     return Plan(**relations, **settings)
 
 

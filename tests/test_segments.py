@@ -154,6 +154,35 @@ def test_a_segment_column_that_is_missing_is_named():
         recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model", segments=SEGMENTS, segment_cols=["region"])
 
 
+def test_compare_compares_within_the_segment_columns_named(tmp_path):
+    """segment_cols picks the segment columns of segments in compare as in evaluate (it was left unread, and
+    every column of segments split the users); named without segments, it is refused by both, not ignored."""
+    wide = SEGMENTS.assign(age=SEGMENTS["user_id"] % 2)
+    picked = recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", segments=wide, segment_cols="country",
+                            resamples=20)
+    alone = recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", segments=SEGMENTS, resamples=20)
+    pd.testing.assert_frame_equal(picked.runs, alone.runs)
+    pd.testing.assert_frame_equal(picked.tests, alone.tests)
+    both = recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", segments=wide, resamples=20)
+    assert list(both.runs.columns[:2]) == ["country", "age"]
+    for call in (recsql.compare, recsql.evaluate):
+        with pytest.raises(recsql.RecsqlError, match=r"segment_cols=\['country'\] names columns of segments, and no "
+                                                     r"segments were given: pass segments= too"):
+            call(RECS, TRUTH, ["ndcg@10"], run_cols="model", segment_cols="country")
+    RECS.to_csv(tmp_path / "recs.csv", index=False)
+    TRUTH.to_csv(tmp_path / "truth.csv", index=False)
+    wide.to_csv(tmp_path / "users.csv", index=False)
+    args = ["compare", "recs.csv", "truth.csv", "-m", "ndcg@10", "--run-col", "model", "--resamples", "20",
+            "--format", "csv", "--runs"]
+    done = _cli(*args, "--segments", "users.csv", "--segment-col", "country", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    printed = pd.read_csv(io.StringIO(done.stdout))
+    assert list(printed.columns[:2]) == ["country", "run"] and len(printed) == len(alone.runs)
+    done = _cli(*args, "--segment-col", "country", cwd=tmp_path)
+    assert done.returncode == 2 and "--segment-col country names columns of segments" in done.stderr \
+        and "pass --segments too" in done.stderr, done.stderr
+
+
 def _duckdb_tables(**frames):
     con = duckdb.connect()
     for name, frame in frames.items():
