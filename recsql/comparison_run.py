@@ -109,12 +109,13 @@ def refuse_segment_rows(rows: list[dict[str, Any]], values: Values) -> None:
 
 
 def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: Sequence[str], user_col: str,
-                     settings: Settings, segments: Any = None) -> tuple[tuple[Table, Table], str]:
+                     settings: Settings, segments: Any = None,
+                     segment_cols: Sequence[str] | str | None = None) -> tuple[tuple[Table, Table], str]:
     """``runs``, ``tests`` (:class:`recsql.comparison_result.Table`) and the SQL for per-user values already computed: one row per (run, user) of
     ``per_user`` with the run key columns, the user column and one column per metric (NULL where a
     user has no value), computed by the same SQL on a private in-memory DuckDB
-    (:meth:`recsql.Evaluation.compare`); ``segments`` as :func:`recsql.compare`'s (a DataFrame, an Arrow
-    table or a file DuckDB reads)."""
+    (:meth:`recsql.Evaluation.compare`); ``segments`` and ``segment_cols`` as :func:`recsql.compare`'s (a
+    DataFrame, an Arrow table or a file DuckDB reads)."""
     run_cols = list(run_cols)
     if not run_cols:
         raise RecsqlError("compare needs runs: evaluate with run_cols='model' (the run key columns) first")
@@ -129,7 +130,7 @@ def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: S
         runner.cursor.register("cmp_per_user", per_user)
         rows = Source("recs", exp.to_table("cmp_per_user"))
         rows.columns = runner.describe(rows)
-        with bound_segments(segments, runner, {"recs": rows}, user_col) as grouping:
+        with bound_segments(segments, runner, {"recs": rows}, user_col, segment_cols) as grouping:
             if grouping is not None:
                 values.segments, values.segment_user, values.segment_cols = grouping[0], grouping[1], list(grouping[2])
             sql = render(statistics(values, settings, baseline_keys(settings.baseline, run_cols, kinds)), "duckdb")

@@ -54,11 +54,12 @@ class Evaluation:
 
     def compare(self, baseline: Any = None, *, tests: Sequence[str] = ("t", "wilcoxon", "randomization"),
                 ci: float = 0.95, resamples: int = 1000, seed: int = 0, correction: str | None = "holm",
-                segments: Any = None) -> Any:
+                segments: Any = None, segment_cols: Sequence[str] | str | None = None) -> Any:
         """Paired tests and bootstrap intervals between this evaluation's runs, from its per-user values,
         as :func:`recsql.compare` computes them (the same SQL, run on a private in-memory DuckDB);
         ``segments``: compared within each segment, as :func:`recsql.compare`'s (a DataFrame, an Arrow
-        table or a file: one row per user, the user column and the segment columns). Returns a
+        table or a file: one row per user, the user column and the segment columns; ``segment_cols`` names
+        those to compare within, default every column but the user's). Returns a
         :class:`recsql.Comparison`."""
         from .comparison_result import Comparison
         from .comparison_run import compare_per_user, refuse_global
@@ -67,7 +68,7 @@ class Evaluation:
         refuse_global(self.metrics)
         started = time.perf_counter()
         tables, sql = compare_per_user(self.per_user, [m.column for m in self.metrics], self.run_cols,
-                                       self.user_col, settings, segments)
+                                       self.user_col, settings, segments, segment_cols)
         return Comparison(tables=tables, metrics=list(self.metrics), settings=settings, sql=sql,
                           seconds=time.perf_counter() - started)
 

@@ -165,6 +165,9 @@ def test_compare_compares_within_the_segment_columns_named(tmp_path):
     pd.testing.assert_frame_equal(picked.tests, alone.tests)
     both = recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", segments=wide, resamples=20)
     assert list(both.runs.columns[:2]) == ["country", "age"]
+    evaluation = recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model")  # Evaluation.compare takes it too
+    pd.testing.assert_frame_equal(evaluation.compare(segments=wide, segment_cols=["country"], resamples=20).runs,
+                                  evaluation.compare(segments=SEGMENTS, resamples=20).runs)
     for call in (recsql.compare, recsql.evaluate):
         with pytest.raises(recsql.RecsqlError, match=r"segment_cols=\['country'\] names columns of segments, and no "
                                                      r"segments were given: pass segments= too"):
