@@ -21,6 +21,7 @@ from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
 from .result_frames import ResultFrames
 from .run_labels import label, plain
+from .segment_runs import warn_segment_like_runs
 from .statements import finalize_sql, statement_sql
 from .sql_text import to_sql  # noqa: F401 - recsql.api.to_sql, as before
 from .weights_warning import MIN_ESS_SHARE, Counts, checked_share, diagnostics, per_slate, warn_weights
@@ -161,32 +162,13 @@ def _warn_empty(summary: list[dict], run_keys: Sequence[str], truth_counts: Sequ
 
 
 def _warn_segment_runs(plan: Plan, rows: ResultFrames) -> None:
-    """Warn when a run column looks like user segments: truth is shared by the runs (it lacks the run
-    columns) and, among the users with recommendations, every user appears under exactly one value of
-    the column (within each value of the other run columns), which has two values or more. Each such
-    run is scored over every truth user, the users of the other values counted as 0, which is
-    right only if the column really names runs (users recommended to by one model each, say); so
-    this warns and does not refuse. Read from the raw per-user rows the query returned: no extra scan."""
+    """Warn when a run column looks like user segments (recsql/segment_runs.py), read from the raw per-user
+    rows the query returned (those of users with recommendations): no extra scan."""
     if plan.truth is None or plan.truth_has_runs or plan.segments is not None or not plan.run_cols:
         return
-    runs = internal_runs(plan)  # _run0, _run1, ...: plain names
-    for i, column in enumerate(plan.run_cols):
-        others = [r for j, r in enumerate(runs) if j != i]
-        # the most values of the column within one run of the other columns (a column they determine, a model's
-        # version say, has one), and the most any (other runs, user) group has (NULL: no group; NULL is no value)
-        values, most = rows.query(
-            f"WITH r AS (SELECT * FROM per_user WHERE _has_recs = 1) SELECT (SELECT MAX(n) FROM (SELECT COUNT(DISTINCT "
-            f"{runs[i]}) AS n FROM r{' GROUP BY ' + ', '.join(others) if others else ''})), "
-            f"(SELECT MAX(n) FROM (SELECT COUNT(DISTINCT {runs[i]}) AS n FROM r GROUP BY {', '.join([*others, 'user_id'])}))")[0]
-        if values is None or values < 2 or most != 1:
-            continue
-        within = " within one run of the other run columns" if others else ""
-        warn(f"run_cols: every user of recs appears under one value of the run column {column!r} (which "
-             f"has {values}{within}), and truth has no {column!r} column: each of its runs is "
-             f"scored over every truth user, those of the other values counted as 0 (users_without_recs). "
-             f"If {column!r} gives user segments, pass segments= (a table of {plan.user_col!r} -> "
-             f"{column!r}; CLI: --segments) instead, to evaluate within each segment")
-        return
+    users = exp.select("*").from_("per_user").where(exp.column("_has_recs").eq(1)).subquery()
+    warn_segment_like_runs(plan.run_cols, plan.user_col, users, internal_runs(plan), "user_id",
+                           lambda query: rows.query(query.sql("duckdb"))[0])
 
 
 def _split(plan: Plan, metrics: list[Metric], raw: Any, drop: list[str]) -> tuple[ResultFrames, dict[str, int]]:

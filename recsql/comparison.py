@@ -39,7 +39,9 @@ from .frames import records
 from .explain import refuse
 from .inputs import Inputs, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
+from .dialects import render
 from .request import bound, checked_request
+from .segment_runs import warn_segment_like_runs
 from .validate import family
 from .weights_warning import checked_share, weighing
 
@@ -103,6 +105,11 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
     started = time.perf_counter()
     with bound(request) as (runner, plan, sources), \
             bound_segments(segments, runner, sources, plan.user_col, segment_cols) as grouping:
+        if segments is None and plan.truth is not None and not plan.truth_has_runs:  # as evaluate warns
+            def fetch(query: exp.Select) -> tuple:
+                return tuple(runner.fetch_rows(render(query, runner.dialect, pretty=False))[0])
+            warn_segment_like_runs(plan.run_cols, plan.user_col, sources["recs"].relation, plan.run_cols, plan.user_col,
+                                   fetch, "compare")
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
         sql, values = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
         rows = records(fetch_statistics(runner, plan, sql, recomputes(values.global_kinds)))

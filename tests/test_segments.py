@@ -272,6 +272,24 @@ def test_a_run_column_that_partitions_the_users_is_warned_about():
     assert "RecsqlWarning" in done.stderr and "segments=" in done.stderr, done.stderr
 
 
+def test_compare_warns_as_evaluate_does_of_a_run_column_that_partitions_the_users():
+    """compare runs the same check on recs (evaluate reads its own per-user rows), on the engine that holds the
+    data: here DuckDB and SQLite; a column that names runs does not warn."""
+    import sqlite3
+    recs = RECS.assign(country=RECS["user_id"].map(dict(zip(SEGMENTS["user_id"], SEGMENTS["country"]))))
+    con = sqlite3.connect(":memory:")
+    recs.to_sql("recs", con, index=False)
+    TRUTH.to_sql("truth", con, index=False)
+    for inputs in ((recs, TRUTH, {}), ("recs", "truth", {"con": con})):
+        with pytest.warns(recsql.RecsqlWarning, match=r"run column 'country' \(which has 2 within one run of the "
+                                                       r"other run columns\).*to compare within each segment") as said:
+            recsql.compare(inputs[0], inputs[1], ["ndcg@10"], run_cols=["model", "country"], resamples=10, **inputs[2])
+        assert [w.filename for w in said] == [__file__]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            recsql.compare(inputs[0], inputs[1], ["ndcg@10"], run_cols="model", resamples=10, **inputs[2])
+
+
 def test_a_run_column_the_others_determine_is_not_warned_about(tmp_path):
     """A model's version beside its name is a run column the other determines (one value per model): every user
     is under one value of it within a model, as every user is under one model, but it splits no model's users.
