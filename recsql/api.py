@@ -20,7 +20,7 @@ from .inputs import EXPECTED_RECS_RENAMED, Inputs, input_keywords, metrics_given
 from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
 from .result_frames import ResultFrames
-from .run_labels import label, plain
+from .run_labels import named, plain
 from .segment_runs import warn_segment_like_runs
 from .statements import finalize_sql, statement_sql
 from .sql_text import to_sql  # noqa: F401 - recsql.api.to_sql, as before
@@ -145,10 +145,11 @@ def _warn_empty(summary: list[dict], run_keys: Sequence[str], truth_counts: Sequ
     the intent-aware metrics' population, with the threshold that made it so and how to set another."""
     def runs(counts: Sequence[str]) -> str:
         empty = [row for row in summary if any(row[name] == 0 for name in counts)]
-        if not empty or not run_keys:
-            return "" if not empty else "the evaluation"
-        names = [label([row[c] for c in run_keys], run_keys) if len(run_keys) > 1 else repr(plain(row[run_keys[0]]))
-                 for row in empty]
+        if not empty:
+            return ""
+        if not run_keys:
+            return "the evaluation"
+        names = [named([row[c] for c in run_keys], run_keys) for row in empty]
         return f"run{'s' if len(names) > 1 else ''} {', '.join(names)}"
     setting = "threshold= (CLI: --threshold) sets the least relevance that counts as relevant"
     where = runs(truth_counts)

@@ -21,6 +21,7 @@ from .engines.steps import fetch_in_steps
 from .errors import RecsqlError
 from .explain import fetch_checked, refuse_segments
 from .metrics import Metric
+from .plans import refuse_unread_segment_cols
 from .sources import Source, bind
 from .frames import records
 from .validate import require_same_ids, resolve_column
@@ -74,13 +75,11 @@ def bound_segments(segments: Any, runner: Runner, sources: dict[str, Any], user_
                    segment_cols: Iterable[str] | str | None = None) -> Iterator[tuple | None]:
     """The bound segments input as (relation, user column, segment columns: ``segment_cols``, default every
     column but the user's); unbound afterwards."""
-    named = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols or ())
     if segments is None:
-        if named:
-            raise RecsqlError(f"segment_cols={named!r} names columns of segments, and no segments were given: pass "
-                              "segments= too (CLI: --segments FILE --segment-col COLUMN)")
+        refuse_unread_segment_cols(segment_cols)
         yield None
         return
+    named = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols or ())
     source = bind("segments", segments, runner)
     try:
         source.columns = runner.describe(source)

@@ -72,10 +72,18 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
                               "no table, so they cannot take every column but the user's as evaluate does)")
         settings.update(segment_cols=segment_cols, run_cols=(*settings["run_cols"], *segment_cols))
         settings.setdefault("segment_user", settings["user_col"])
-    elif cols["segment_cols"]:  # not left unread: the user asked to evaluate within segments
-        raise RecsqlError(f"segment_cols={list(cols['segment_cols'])!r} names columns of segments, and no segments "
-                          "were given: pass segments= too (CLI: --segments FILE --segment-col COLUMN)")
+    else:
+        refuse_unread_segment_cols(cols["segment_cols"])
     return Plan(**relations, **settings)
+
+
+def refuse_unread_segment_cols(segment_cols: Any) -> None:
+    """Refuse segment columns named without segments (evaluate's and compare's): left unread, they would
+    give a result over no segments where the user asked for one within them."""
+    if segment_cols:
+        named = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
+        raise RecsqlError(f"segment_cols={named!r} names columns of segments, and no segments were given: pass "
+                          "segments= too (CLI: --segments FILE --segment-col COLUMN)")
 
 
 def _id_casts(sources: dict[str, Source], cols: dict[str, Any]) -> dict[tuple[str, str], str]:

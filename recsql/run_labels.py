@@ -38,6 +38,15 @@ def label(values: Sequence[Any], names: Sequence[str]) -> str:
     return "/".join(f"{escape(str(n))}={escape(str(plain(v)))}" for n, v in zip(names, values))
 
 
+def named(values: Sequence[Any], names: Sequence[str]) -> str:
+    """A run as a message names it: its label for several run columns, its one value's repr for one.
+
+    >>> named(["A"], ["model"]), named(["A", 2], ["model", "k"])
+    ("'A'", 'model=A/k=2')
+    """
+    return label(values, names) if len(names) > 1 else repr(plain(values[0]))
+
+
 def _split(text: str, separator: str) -> list[str]:
     """``text`` split at each ``separator`` not escaped by a backslash, the pieces still escaped."""
     parts, current, i = [], [], 0

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, Sequence
 
 from .errors import RecsqlError, warn
 from .metrics import Metric
-from .run_labels import label, plain
+from .run_labels import named, plain
 
 MIN_ESS_SHARE = 0.1  # the default threshold: warn when ESS < n/10
 
@@ -131,10 +131,9 @@ def warn_weights(summary: Sequence[dict[str, Any]], metrics: Sequence[Metric], n
             found = 0.0 if value is None or value != value else float(value)
             if found >= share * logged:
                 continue
-            values = [plain(row[c]) for c in run_cols]
-            run = (f"run {label(values, run_cols) if len(run_cols) > 1 else values[0]!r}: " if run_cols else "")
+            run = f"run {named([row[c] for c in run_cols], run_cols)}: " if run_cols else ""
             warn(f"{run}the effective sample size of the importance weights ({what}) is "
-                          f"{found:.4g}, below {share:g} of the n = {logged} logged {units}: "
-                          f"the estimates {', '.join(m.column for m in estimators)} rest on a few {units} (the new "
-                          f"policy mostly shows what the logging policy rarely did), and are noisy whatever their "
-                          f"formula; min_ess_share (CLI: --min-ess-share) sets the threshold, 0 turns this off")
+                 f"{found:.4g}, below {share:g} of the n = {logged} logged {units}: "
+                 f"the estimates {', '.join(m.column for m in estimators)} rest on a few {units} (the new "
+                 f"policy mostly shows what the logging policy rarely did), and are noisy whatever their "
+                 f"formula; min_ess_share (CLI: --min-ess-share) sets the threshold, 0 turns this off")
