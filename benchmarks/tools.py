@@ -91,8 +91,10 @@ def _duckdb(args):
 
 
 def _import_recsql():
-    """recsql with its API loaded: ``import recsql`` is lazy (``recsql.api``, with pandas and sqlglot,
-    loads on first use), and imports are not timed, for recsql as for every other tool."""
+    """recsql with its API loaded: ``import recsql`` is lazy (``recsql.api``, with sqlglot, loads on first
+    use, and pandas when a result frame is first read), and imports are not timed, for recsql as for every
+    other tool (ranx's and pytrec_eval's pandas included), so both are imported here, before the clock."""
+    import pandas  # noqa: F401 - Evaluation.summary builds a DataFrame; without this its import was timed
     import recsql
     recsql.evaluate  # noqa: B018 - the lazy attribute imports recsql.api
     return recsql

@@ -61,6 +61,9 @@ def _check_options(population: str, duplicates: str, threshold: float, rank_col:
         raise RecsqlError(f"threshold must be a finite number (an item is relevant iff relevance >= threshold), got {threshold!r}")
     if rank_col is None and score_col is None:
         raise RecsqlError("recs need an order: pass score_col='<column>' (higher is better) or rank_col='<column>' (1 is best)")
+    if rank_col is not None and score_col not in (None, "score"):
+        raise RecsqlError(f"score_col={score_col!r} and rank_col={rank_col!r} both order the recs: pass one of them "
+                          "(score_col for scores, higher is better; rank_col for ranks, 1 is best)")
 
 
 def _is_bool(value: Any) -> bool:

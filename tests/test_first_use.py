@@ -51,6 +51,24 @@ def test_rank_hint_on_the_command_line_names_the_flag(tmp_path, capsys):
     assert capsys.readouterr().out.split()[-3:] == ["1.000000", "0", "0"]
 
 
+def test_a_score_and_a_rank_column_named_together_are_refused(tmp_path, capsys):
+    """Both named, one would order the lists and the other be ignored: refused in each interface's words.
+    The default score column beside a rank column is not a conflict (rank_col alone orders)."""
+    recs = RANKED.assign(score=[0.1, 0.9])  # the score puts item 2 first, the rank item 1
+    for call in (lambda: recsql.evaluate(recs, RATED, ["precision@1"], score_col="points", rank_col="rank"),
+                 lambda: recsql.to_sql(recs, RATED, ["precision@1"], score_col="points", rank_col="rank"),
+                 lambda: recsql.compare(recs.assign(run="a"), RATED, ["precision@1"], run_cols="run",
+                                        score_col="points", rank_col="rank")):
+        with pytest.raises(RecsqlError, match=r"score_col='points' and rank_col='rank' both order the recs"):
+            call()
+    ranked = recsql.evaluate(recs, RATED, ["precision@1"], rank_col="rank", relevance_col="rating")
+    assert ranked.summary["precision@1"].tolist() == [1.0]  # the rank orders: item 1 first
+    files = _files(tmp_path, recs=recs, truth=RATED)
+    assert main(["evaluate", *files, "-m", "precision@1", "--score-col", "points", "--rank-col", "rank"]) == 2
+    err = capsys.readouterr().err
+    assert "--score-col points and --rank-col rank both order the recs" in err and "rank_col" not in err
+
+
 def test_truth_with_a_numeric_column_but_no_relevance_is_refused_with_both_fixes():
     with pytest.raises(RecsqlError) as err:
         recsql.evaluate(RANKED, RATED, ["precision@2"], rank_col="rank")
