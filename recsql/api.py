@@ -22,8 +22,9 @@ from .request import bound, checked_request
 from .result_frames import ResultFrames
 from .run_labels import named, plain
 from .segment_runs import warn_segment_like_runs
-from .statements import finalize_sql, statement_sql
+from .statements import finalize_sql, statement_and_reads, statement_sql
 from .sql_text import to_sql  # noqa: F401 - recsql.api.to_sql, as before
+from .unread_inputs import warn_unread
 from .weights_warning import MIN_ESS_SHARE, Counts, checked_share, diagnostics, per_slate, warn_weights
 
 @suggest_keywords
@@ -110,7 +111,7 @@ def evaluate(
     with bound(request) as (runner, plan, sources):
         # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
         # (one row per run where every metric is global: their values need no user's row)
-        sql = statement_sql(plan, computed, "runs" if per_run_only(plan, computed) else "raw", runner.dialect)
+        sql, read = statement_and_reads(plan, computed, "runs" if per_run_only(plan, computed) else "raw", runner.dialect)
         raw = fetch_checked(runner, plan, sql)
         rows, found = _split(plan, computed, raw, drop=[m.column for m in computed[len(parsed):]])
         summary = rows.arrow("summary", whole=True)
@@ -128,6 +129,7 @@ def evaluate(
             logged = counts if plan.logs_run_cols else counts.get((), Counts(0, 0))
     run_keys = summary.column_names[:len(plan.run_cols)]
     summary_rows = summary.to_pylist()
+    warn_unread(sources, read)
     warn_weights(summary_rows, computed, logged, share, run_keys, [c for c in run_keys if c in plan.logs_run_cols])
     counted = population_counts(plan, parsed)
     truth_counts = [name for name, _, kind in counted if kind == "truth"]

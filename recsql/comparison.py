@@ -42,6 +42,7 @@ from .metrics import Metric, parse_metrics
 from .dialects import render
 from .request import bound, checked_request
 from .segment_runs import warn_segment_like_runs
+from .unread_inputs import warn_unread
 from .validate import family
 from .weights_warning import checked_share, weighing
 
@@ -111,13 +112,14 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
             warn_segment_like_runs(plan.run_cols, plan.user_col, sources["recs"].relation, plan.run_cols, plan.user_col,
                                    fetch, "compare")
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
-        sql, values = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
+        sql, values, reads = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
         rows = records(fetch_statistics(runner, plan, sql, recomputes(values.global_kinds)))
         found = {c: max((int(r[c]) for r in rows if not missing(r[c])), default=0) for c in values.checks}
         refuse(runner, plan, found, list(sources["recs"].columns))
         refuse_segment_rows(rows, values)
     settle(rows, settings, values)
     tables = finish(rows, [m.column for m in request.metrics], values, settings)
+    warn_unread(sources, reads)
     _warn_weights(arguments, request.metrics, share)
     return Comparison(tables=tables, metrics=request.metrics, settings=settings, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started)

@@ -22,7 +22,7 @@ from .dialects import render
 from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import bigint, draw_parameters, expand_macros
-from .statements import RELATIONS, memoised_sql, memoised_strings, plan_key
+from .statements import RELATIONS, memoised_and_reads, memoised_strings, plan_key
 from .templates import read_template
 
 # The statistics' templates, in the order their CTEs are appended (each reads the ones before).
@@ -325,10 +325,11 @@ def _checks(raw: exp.Select) -> list[str]:
 
 
 def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: list[str], segments: tuple | None,
-                   dialect_name: str) -> tuple[str, Values]:
-    """:func:`statement_for` rendered for ``dialect_name``, and its :class:`Values`: composed once per
+                   dialect_name: str) -> tuple[str, Values, frozenset[str] | None]:
+    """:func:`statement_for` rendered for ``dialect_name``, its :class:`Values`, and the roles of the input
+    relations it reads (:func:`recsql.statements.memoised_and_reads`): composed once per
     plan options, metrics, settings, run column kinds and segment columns, in memory and on disk,
-    with the inputs' and the segments' relations pasted in (:func:`recsql.statements.memoised_sql`)."""
+    with the inputs' and the segments' relations pasted in (:func:`recsql.statements.memoised_and_reads`)."""
     relations = {role: getattr(plan, role) for role in RELATIONS if getattr(plan, role) is not None}
     if segments is not None:
         relations["segments"] = segments[0]
@@ -343,11 +344,11 @@ def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: 
         built["checks"] = values.checks
         return render(statement, dialect_name)
 
-    sql = memoised_sql(key, relations, dialect_name, True, build)
+    sql, reads = memoised_and_reads(key, relations, dialect_name, True, build)
     checks = memoised_strings(("compare checks", key, tuple(sorted(relations))),  # the given inputs' checks
                               lambda: built["checks"] if "checks" in built else _checks(compose(plan, metrics, output="raw")))
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
                     metric_columns(metrics), checks, global_kinds=global_metrics(metrics))
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
-    return sql, values
+    return sql, values, reads

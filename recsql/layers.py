@@ -45,9 +45,9 @@ LAYERS = (
       "recsql.engines.postgres", "recsql.engines.mysql", "recsql.engines.spark", "recsql.engines.clickhouse",
       "recsql.engines.datafusion", "recsql.engines.steps", "recsql.output")),
     ("evaluation", "one evaluation's inputs bound on an engine: its validated plan, its request, the errors of its "
-                   "input checks, the warning on the off-policy estimators' weights",
+                   "input checks, the warnings on the off-policy estimators' weights and on inputs nothing reads",
      ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain", "recsql.weights_warning",
-      "recsql.segment_runs")),
+      "recsql.segment_runs", "recsql.unread_inputs")),
     ("report", "the report's page and tables, drawn from results already computed (read by their fields, so "
                "the results can offer them)",
      ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",

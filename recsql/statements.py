@@ -288,16 +288,24 @@ def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary"
                   pretty: bool = True) -> str:
     """``render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty)``, the same text, from a
     statement composed once per plan options, metrics, output and dialect (module docstring)."""
+    return statement_and_reads(plan, metrics, output, dialect_name, pretty)[0]
+
+
+def statement_and_reads(plan: Plan, metrics: Sequence[Metric], output: str = "summary", dialect_name: str = "duckdb",
+                        pretty: bool = True) -> tuple[str, frozenset[str] | None]:
+    """:func:`statement_sql`'s text and the roles of the input relations it reads (an input no metric or
+    check reads is pruned from the statement: recsql/compose/unread.py); None when a relation holding a
+    query made the statement be composed without placeholders, so the reads are not known."""
     metrics = list(metrics)
     relations = {role: getattr(plan, role) for role in RELATIONS if getattr(plan, role) is not None}
     texts = {role: _relation_text(rel, dialect_name, pretty) for role, rel in relations.items()}
     if any(text is None for text in texts.values()):
-        return render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty)
+        return render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty), None
     roles = sorted(relations)
     key = statement_key(dataclasses.replace(plan, **{role: None for role in roles}), metrics, output, dialect_name, pretty)
     key = (key, tuple(roles))
     between, order = _memoised(key, lambda: _template(plan, metrics, output, dialect_name, pretty, roles))
-    return _paste(between, order, texts)
+    return _paste(between, order, texts), frozenset(order)
 
 
 def _paste(between: list[str], order: list[str], texts: dict[str, str]) -> str:
@@ -322,9 +330,16 @@ def memoised_sql(key: tuple, relations: dict[str, exp.Expression], dialect_name:
     (module docstring): built once per key with a placeholder table per relation, then the
     relations' own text pasted in; built directly when a relation cannot be pasted. ``key`` holds
     plain values only (their ``repr`` names the file on disk)."""
+    return memoised_and_reads(key, relations, dialect_name, pretty, build)[0]
+
+
+def memoised_and_reads(key: tuple, relations: dict[str, exp.Expression], dialect_name: str, pretty: bool,
+                       build: Callable[[dict[str, exp.Expression]], str]) -> tuple[str, frozenset[str] | None]:
+    """:func:`memoised_sql`'s text and the roles of the relations it reads (None: not known), as
+    :func:`statement_and_reads`."""
     texts = {role: _relation_text(rel, dialect_name, pretty) for role, rel in relations.items()}
     if any(text is None for text in texts.values()):
-        return build(relations)
+        return build(relations), None
     roles = sorted(relations)
 
     def split() -> tuple[list[str], list[str]]:
@@ -332,7 +347,7 @@ def memoised_sql(key: tuple, relations: dict[str, exp.Expression], dialect_name:
         return _split(build(dict(placeholders)), placeholders, dialect_name)
 
     between, order = _memoised(("text", key, dialect_name, pretty, tuple(roles)), split)
-    return _paste(between, order, texts)
+    return _paste(between, order, texts), frozenset(order)
 
 
 def memoised_strings(key: tuple, build: Callable[[], list[str]]) -> list[str]:

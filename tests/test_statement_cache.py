@@ -71,13 +71,13 @@ def test_a_statement_is_written_once_and_read_back_as_composed(cache):
 
 def test_disk_text_equals_uncached_compose(cache, monkeypatch):
     seen = []
-    original = statements.statement_sql
+    original = statements.statement_and_reads
 
     def recording(plan, metrics, output="summary", dialect_name="duckdb", pretty=True):
-        text = original(plan, metrics, output, dialect_name, pretty)
+        text, reads = original(plan, metrics, output, dialect_name, pretty)
         seen.append((plan, list(metrics), output, dialect_name, pretty, text))
-        return text
-    monkeypatch.setattr(api, "statement_sql", recording)
+        return text, reads
+    monkeypatch.setattr(api, "statement_and_reads", recording)
     recs, truth = frames()
     api.evaluate(recs, truth, METRICS, run_cols=["model"])
     statements._cache.clear()  # the second call reads the disk

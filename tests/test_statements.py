@@ -36,14 +36,18 @@ def calls(monkeypatch):
     """Each statement_sql call's arguments and result, as evaluate (recsql.api) and to_sql (recsql.sql_text)
     make them."""
     seen = []
-    original = statements.statement_sql
+    original = statements.statement_and_reads
+
+    def recording_reads(plan, metrics, output="summary", dialect_name="duckdb", pretty=True):
+        sql, reads = original(plan, metrics, output, dialect_name, pretty)
+        seen.append((plan, list(metrics), output, dialect_name, pretty, sql))
+        return sql, reads
 
     def recording(plan, metrics, output="summary", dialect_name="duckdb", pretty=True):
-        sql = original(plan, metrics, output, dialect_name, pretty)
-        seen.append((plan, list(metrics), output, dialect_name, pretty, sql))
-        return sql
+        return recording_reads(plan, metrics, output, dialect_name, pretty)[0]
     for module in (api, sql_text):
         monkeypatch.setattr(module, "statement_sql", recording)
+    monkeypatch.setattr(api, "statement_and_reads", recording_reads)
     return seen
 
 
@@ -145,9 +149,9 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
     original = comparison.statement_text
 
     def recording(plan, metrics, settings, kinds, segments, dialect):
-        sql, values = original(plan, metrics, settings, kinds, segments, dialect)
+        sql, values, reads = original(plan, metrics, settings, kinds, segments, dialect)
         seen.append((plan, list(metrics), settings, kinds, segments, dialect, sql, values))
-        return sql, values
+        return sql, values, reads
     monkeypatch.setattr(comparison, "statement_text", recording)
     recs = pd.read_parquet(DATA / "recs.parquet")
     truth = pd.read_parquet(DATA / "truth.parquet")

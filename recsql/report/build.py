@@ -72,7 +72,15 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
             step("comparing runs within segments")
             table = _segment_table(segments, segment_cols, options.get("user_col", "user_id"), options.get("con"))
             within = partial(comparison_of, lambda ms: compare(recs, truth, ms, segments=table, **settings), shown)
-        (comparison, more), (segmented, more_within) = side_by_side(overall, within, options.get("con") is None)
+        # the comparisons' warnings shown once each, and not again when evaluate gave the same (an unread input);
+        # the threads' own catch_warnings nest inside this one (recsql.engines.duckdb takes turns in them)
+        with warnings.catch_warnings(record=True) as compared:
+            (comparison, more), (segmented, more_within) = side_by_side(overall, within, options.get("con") is None)
+        shown_before = {str(w.message) for w in caught}
+        for warning in compared:
+            if str(warning.message) not in shown_before:
+                shown_before.add(str(warning.message))
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
         notes += more + [f"Within segments: {n}" for n in more_within]
     else:
         notes.append("One run: means without intervals or tests (a comparison needs two runs or more).")
