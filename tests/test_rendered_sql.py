@@ -12,12 +12,13 @@ import sqlite3
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 import sqlglot
 from sqlglot import exp
 
 import recsql
-from recsql.compose.unread import drop_unread
+from recsql.compose.unread import CHECKED_UNIQUE, drop_unread
 from recsql.dialects import DIALECTS
 from recsql.trees import parse
 
@@ -118,7 +119,8 @@ def _unread(tree: exp.Expression) -> list[str]:
     """``cte.column`` for each column of a CTE that no other part of the statement names (but a
     column that makes the rows: UNNEST), and ``cte JOIN alias`` for each join of a CTE whose columns
     the joining select never reads (but a LEFT JOIN of an input, ``*_in``, whose duplicate rows,
-    which the input checks count, would repeat the rows it joins)."""
+    which the input checks count, would repeat the rows it joins; not of one the checks hold unique:
+    recsql.compose.unread.CHECKED_UNIQUE, the items)."""
     found = []
     with_ = tree.args["with_"]
     parts = {c.alias: c.this for c in with_.expressions}
@@ -139,7 +141,7 @@ def _unread(tree: exp.Expression) -> list[str]:
         for select in body.find_all(exp.Select):
             for join in select.args.get("joins") or []:
                 if not isinstance(join.this, exp.Table) or join.this.name not in parts or (
-                        join.side == "LEFT" and join.this.name.endswith("_in")):
+                        join.side == "LEFT" and join.this.name.endswith("_in") and join.this.name not in CHECKED_UNIQUE):
                     continue
                 alias = join.this.alias_or_name
                 columns = {e.alias_or_name for e in _first_select(parts[join.this.name]).expressions}
@@ -257,3 +259,20 @@ def test_the_statement_runs_on_duckdb_and_sqlite_with_the_same_numbers():
     assert rows["duckdb"]["n_users"] == 3
     assert rows["duckdb"]["ndcg@10"] == pytest.approx(sum(ndcg) / 3, abs=1e-12)
     assert rows["duckdb"]["map@10"] == pytest.approx(sum(ap) / 3, abs=1e-12)
+
+
+def test_items_no_metric_reads_are_not_joined_and_still_checked():
+    """Items given, no attribute of theirs read: the stage joins them no more (their duplicates, which would
+    repeat the rows the join meets, are refused by the input checks, which still run); the values are those
+    without items."""
+    recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [1, 2, 1], "score": [0.9, 0.8, 0.7]})
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [2, 1], "relevance": [1, 1]})
+    items = pd.DataFrame({"item_id": [1, 2], "price": [3.0, 5.0]})
+    plain = recsql.evaluate(recs, truth, ["ndcg@2", "map@2"])
+    given = recsql.evaluate(recs, truth, ["ndcg@2", "map@2"], items=items)
+    assert "JOIN items_in" not in given.sql and "FROM items_in" in given.sql  # the checks read them
+    pd.testing.assert_frame_equal(given.summary, plain.summary)
+    priced = recsql.evaluate(recs, truth, ["ndcg@2", "money_precision@2"], items=items)
+    assert "LEFT JOIN items_in" in priced.sql
+    with pytest.raises(recsql.RecsqlError, match=r"items has 1 duplicated \(item_id\) row"):
+        recsql.evaluate(recs, truth, ["ndcg@2"], items=pd.concat([items, items.iloc[:1]]))

@@ -177,10 +177,24 @@ def _one_row(query: exp.Expression, ctes: dict[str, exp.Expression]) -> bool:
                                  and _one_row(ctes[s.name], ctes) for s in sources)
 
 
-def _unique_on(query: exp.Expression, join: exp.Join) -> bool:
-    """Whether the LEFT JOIN ``join`` of the CTE ``query`` matches at most one row of it: the CTE
-    groups by plain columns (or is DISTINCT over them) that it returns under their own names, and the
-    join's ON equates each."""
+# Inputs whose rows the input checks hold unique on these columns: a duplicate is refused before any value is
+# returned (recsql/compose/checks.py; rendered SQL reports it in its check column), so a LEFT JOIN on them adds
+# no row to a result anyone reads. The items' attributes are joined to every stage row when items are given;
+# with no attribute read, the join goes.
+CHECKED_UNIQUE = {"items_in": frozenset({"item_id"})}
+
+
+def _unique_on(name: str, query: exp.Expression, join: exp.Join) -> bool:
+    """Whether the LEFT JOIN ``join`` of the CTE ``name`` (``query``) matches at most one row of it: the
+    join's ON equates the columns :data:`CHECKED_UNIQUE` names for it, or the CTE groups by plain columns
+    (or is DISTINCT over them) that it returns under their own names, and the join's ON equates each."""
+    alias = join.this.alias_or_name
+    on = join.args.get("on")
+    conjuncts = list(on.flatten()) if isinstance(on, exp.And) else [on]
+    equated = {side.name for eq in conjuncts if isinstance(eq, exp.EQ)
+               for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table == alias}
+    if name in CHECKED_UNIQUE:
+        return CHECKED_UNIQUE[name] <= equated
     if not isinstance(query, exp.Select) or query.args.get("having"):
         return False
     group = query.args.get("group")
@@ -190,11 +204,6 @@ def _unique_on(query: exp.Expression, join: exp.Join) -> bool:
         return False
     returned = {e.alias_or_name for e in query.expressions if isinstance(e.unalias(), exp.Column)
                 and e.unalias().name == e.alias_or_name}
-    alias = join.this.alias_or_name
-    on = join.args.get("on")
-    conjuncts = list(on.flatten()) if isinstance(on, exp.And) else [on]
-    equated = {side.name for eq in conjuncts if isinstance(eq, exp.EQ)
-               for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table == alias}
     return {k.unalias().name for k in keys} <= (equated & returned)
 
 
@@ -213,7 +222,7 @@ def _drop_joins(with_: exp.With, final: exp.Expression) -> bool:
             if any(c.table == alias or (not c.table and c.name in columns) for c in elsewhere):
                 continue
             adds_none = (join.kind == "CROSS" or join.side == "LEFT") and _one_row(ctes[source.name], ctes)
-            if adds_none or (join.side == "LEFT" and _unique_on(ctes[source.name], join)):
+            if adds_none or (join.side == "LEFT" and _unique_on(source.name, ctes[source.name], join)):
                 select.set("joins", [j for j in select.args["joins"] if j is not join] or None)
                 changed = True
     return changed
