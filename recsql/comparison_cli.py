@@ -20,7 +20,7 @@ from .errors import RecsqlError
 from .extras import import_ahead
 from .safe_text import for_terminal
 from .table_text import lists_text
-from .comparison_settings import GLOBAL_INTERVAL_BIAS
+from .comparison_settings import GLOBAL_INTERVAL_BIAS, excludes, resampled_globals
 from .significance import CORRECTIONS
 
 P_FLOOR = 1e-16  # a smaller p-value (0.0 included, where a tail probability underflows) prints as "< 1e-16"
@@ -179,16 +179,12 @@ def tables(result: comparison.Comparison, alpha: float, wide: bool) -> str:
             f"{heading}\n{tests}")
 
 
-def _number(value: Any) -> bool:
-    return value is not None and value == value  # not NULL, not NaN
-
-
 def excluded(result: comparison.Comparison) -> str:
     """A note under the runs' table naming each global metric (one number per run: coverage, gini,
     personalization) whose interval excludes its value, and why; empty when none does."""
-    glob = {m.column for m in result.metrics if m.spec.population == "global" and m.spec.family != "off_policy"}
+    glob = resampled_globals(result.metrics)
     runs = result.tables[0]
     keys = runs.columns[:runs.columns.index("metric")]  # the run's (and segment's) key columns
     outside = [f"{r['metric']} of {'/'.join(str(r[k]) for k in keys)}" for r in runs.rows if r["metric"] in glob
-               and _number(r["mean"]) and _number(r["ci_low"]) and not r["ci_low"] <= r["mean"] <= r["ci_high"]]
+               and excludes(r["mean"], r["ci_low"], r["ci_high"])]
     return f"note: the interval excludes the value for {', '.join(outside)}: {GLOBAL_INTERVAL_BIAS}\n" if outside else ""

@@ -25,6 +25,21 @@ SEGMENT_KEYS = ("segments", "segment_cols")  # ... and its segments (recsql.api)
 GLOBAL_INTERVAL_BIAS = ("a resample repeats some users and drops others, so its lists hold fewer distinct items than "
                         "the users' own; the percentile interval of such a metric is biased (coverage low, gini high) "
                         "and can exclude the value itself")
+
+
+def resampled_globals(metrics: Any) -> set[str]:
+    """The columns of the global metrics among ``metrics`` whose interval :data:`GLOBAL_INTERVAL_BIAS` explains
+    (not the off-policy estimators, resampled over the logged contexts)."""
+    return {m.column for m in metrics if m.spec.population == "global" and m.spec.family != "off_policy"}
+
+
+def excludes(mean: Any, low: Any, high: Any) -> bool:
+    """Whether the interval [low, high] excludes ``mean``; False when either is missing (NULL, NaN)."""
+    def given(value: Any) -> bool:
+        return value is not None and value == value
+    return given(mean) and given(low) and given(high) and not low <= mean <= high
+
+
 UNCORRECTED = {"tukey"}  # tests that control the family-wise error themselves
 # The p-value columns of each test (and the statistic beside them).
 TEST_COLUMNS = {"t": ("t", "p_t"), "wilcoxon": ("p_wilcoxon",), "randomization": ("p_randomization",),

@@ -537,6 +537,18 @@ def test_the_page_says_what_the_users_could_detect(report):
     assert float(rows["alpha_per_test"].iloc[0]) == pytest.approx(0.05 / 3)  # three per-user metrics, holm
 
 
+def test_the_page_names_each_global_interval_that_excludes_its_value(report):
+    """The legend names every (global metric, run) whose interval excludes its value, as read from the
+    comparison's rows (the command line's note names the same: comparison_settings.excludes)."""
+    built, path = report
+    page = path.read_text(encoding="utf-8")
+    runs = recsql.compare(RECS, TRUTH, METRICS, run_cols="model", baseline="popular", resamples=RESAMPLES).runs
+    glob = runs[runs["metric"] == "coverage@10"]
+    outside = [f"coverage@10 of {r.run}" for r in glob.itertuples() if not r.ci_low <= r.mean <= r.ci_high]
+    found = re.search(r"Here the interval excludes the value for (.*?)\.", page)
+    assert outside and found and found.group(1).split(", ") == outside  # the fixture's coverage: both runs
+
+
 def _summary_groups(page: str) -> list[tuple[str | None, list[str], dict[str, list[str]]]]:
     """The Summary section's tables: (the <h3> above it or None, its column headings, per run the
     texts of its value and interval divs)."""

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..comparison_settings import GLOBAL_INTERVAL_BIAS
+from ..comparison_settings import GLOBAL_INTERVAL_BIAS, excludes, resampled_globals
 from ..families import Family, grouped
 from ..run_labels import plain
 from ..safe_text import html_text
@@ -142,7 +142,7 @@ def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str
     if compared is None:
         return ""
     shown = set(compared["metric"])  # a global metric compare refused has no interval to explain
-    glob = {m.column for m in data.asked if m.spec.population == "global" and m.spec.family != "off_policy"} & shown
+    glob = resampled_globals(data.asked) & shown
     estimators = sorted({m.column for m in data.asked if m.spec.family == "off_policy"} & shown)
     logged = (text(" Off-policy estimators (") + text(", ").join(name(e) for e in estimators) + text(
         "): the estimate over the logged impressions (slates, for a slate estimator), its interval a bootstrap over "
@@ -152,8 +152,7 @@ def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str
         return logged
     rows = compared[compared["metric"].isin(glob)]
     outside = [name(r["metric"]) + text(" of ") + name(r["run"]) for _, r in rows.iterrows()
-               if _number(r["mean"]) is not None and _number(r["ci_low"]) is not None
-               and not _number(r["ci_low"]) <= _number(r["mean"]) <= _number(r["ci_high"])]
+               if excludes(_number(r["mean"]), _number(r["ci_low"]), _number(r["ci_high"]))]
     excluded = (text(" Here the interval excludes the value for ") + text(", ").join(outside) + text(".")
                 if outside else "")
     return (text(" Global metrics (") + text(", ").join(name(g) for g in sorted(glob)) + text(
