@@ -26,6 +26,7 @@ DUPLICATE_POLICIES = ("error", "best", "max")
 EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "features_col": "features",
                  "feature_col": "feature", "value_col": "value", "intent_col": "intent",
                  "propensity_col": "propensity", "reward_col": "reward"}
+DEFAULT_SCORE_COL = "score"  # the recs' order when no rank_col is given (recsql.Inputs, recsql.evaluate)
 # evaluate's options that describe the columns and definitions (checked together by checked_options).
 COLUMN_OPTIONS = ("user_col", "item_col", "score_col", "rank_col", "relevance_col", "price_col", "threshold",
                   "population", "duplicates", "convention", "ties", *EXTRA_COLUMNS, "interaction_weight_col", "sample_col",
@@ -61,7 +62,7 @@ def _check_options(population: str, duplicates: str, threshold: float, rank_col:
         raise RecsqlError(f"threshold must be a finite number (an item is relevant iff relevance >= threshold), got {threshold!r}")
     if rank_col is None and score_col is None:
         raise RecsqlError("recs need an order: pass score_col='<column>' (higher is better) or rank_col='<column>' (1 is best)")
-    if rank_col is not None and score_col not in (None, "score"):
+    if rank_col is not None and score_col not in (None, DEFAULT_SCORE_COL):
         raise RecsqlError(f"score_col={score_col!r} and rank_col={rank_col!r} both order the recs: pass one of them "
                           "(score_col for scores, higher is better; rank_col for ranks, 1 is best)")
 

@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from .arguments import COLUMN_OPTIONS, checked_options, run_columns
+from .arguments import COLUMN_OPTIONS, DEFAULT_SCORE_COL, checked_options, run_columns
 from .errors import RecsqlError, warn
 from .metrics import Metric
 
@@ -61,7 +61,7 @@ class Inputs:
     segments: Any = None
     user_col: str = "user_id"
     item_col: str = "item_id"
-    score_col: str | None = "score"
+    score_col: str | None = DEFAULT_SCORE_COL
     rank_col: str | None = None
     relevance_col: str | None = "relevance"
     price_col: str = "price"

@@ -236,16 +236,6 @@ def _prune(keep: Path) -> None:
             pass
 
 
-def _template(plan: Plan, metrics: list[Metric], output: str, dialect_name: str, pretty: bool,
-              roles: list[str]) -> tuple[list[str], list[str]]:
-    """The statement composed with a placeholder table per relation, split at the placeholders:
-    (texts between them, the role of each placeholder)."""
-    placeholders = _placeholders(roles)
-    sql = render(readable_statement(dataclasses.replace(plan, **placeholders), metrics, output), dialect_name,
-                 pretty=pretty)
-    return _split(sql, placeholders, dialect_name)
-
-
 def _placeholders(roles: Sequence[str]) -> dict[str, exp.Table]:
     return {role: exp.to_table(f"{_TOKEN}_{role}") for role in roles}
 
@@ -298,14 +288,12 @@ def statement_and_reads(plan: Plan, metrics: Sequence[Metric], output: str = "su
     query made the statement be composed without placeholders, so the reads are not known."""
     metrics = list(metrics)
     relations = {role: getattr(plan, role) for role in RELATIONS if getattr(plan, role) is not None}
-    texts = {role: _relation_text(rel, dialect_name, pretty) for role, rel in relations.items()}
-    if any(text is None for text in texts.values()):
-        return render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty), None
-    roles = sorted(relations)
-    key = statement_key(dataclasses.replace(plan, **{role: None for role in roles}), metrics, output, dialect_name, pretty)
-    key = (key, tuple(roles))
-    between, order = _memoised(key, lambda: _template(plan, metrics, output, dialect_name, pretty, roles))
-    return _paste(between, order, texts), frozenset(order)
+
+    def build(given: dict[str, exp.Expression]) -> str:
+        return render(readable_statement(dataclasses.replace(plan, **given), metrics, output), dialect_name,
+                      pretty=pretty)
+    return memoised_and_reads(plan_key(plan, metrics, output, dialect_name, pretty), relations, dialect_name, pretty,
+                              build)
 
 
 def _paste(between: list[str], order: list[str], texts: dict[str, str]) -> str:
