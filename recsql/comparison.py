@@ -32,7 +32,6 @@ from .comparison_result import Comparison, finish, missing, settle
 from .comparison_run import bound_segments, compare_per_user, fetch_statistics, refuse_segment_rows  # noqa: F401
 from .comparison_settings import ALL_TESTS, TEST_COLUMNS, TESTS, UNCORRECTED, Settings  # noqa: F401
 from .comparison_sql import RESULT_COLUMNS, Values, statement_for, statement_text  # noqa: F401
-from .comparison_weighted import recomputes
 # (compare_per_user, ALL_TESTS, TEST_COLUMNS, UNCORRECTED, statement_for: recsql.comparison's names since the start)
 from .errors import RecsqlError
 from .frames import records
@@ -113,7 +112,7 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
                                    fetch, "compare")
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
         sql, values, reads = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
-        rows = records(fetch_statistics(runner, plan, sql, recomputes(values.global_kinds)))
+        rows = records(fetch_statistics(runner, plan, sql, bool(values.global_kinds)))
         found = {c: max((int(r[c]) for r in rows if not missing(r[c])), default=0) for c in values.checks}
         refuse(runner, plan, found, list(sources["recs"].columns))
         refuse_segment_rows(rows, values)

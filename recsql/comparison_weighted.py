@@ -67,12 +67,6 @@ def weighted(found: dict[int, Metric]) -> list[int]:
     return [i for i, m in found.items() if resampling_refusal(m.name) is not None and m.spec.family != "off_policy"]
 
 
-def recomputes(found: dict[int, Metric]) -> bool:
-    """Whether any of ``found`` (the global metrics, by position) is recomputed per resample: over weighted lists
-    (:func:`weighted`), or an off-policy estimator over resampled logs (recsql/comparison_logged.py)."""
-    return bool(weighted(found) or logged(found))
-
-
 def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool) -> None:
     """An off-policy estimator, recomputed by its own template over resampled logs, is not compared with truth per
     run nor within segments (evaluate computes none within segments): refused, with the way to compare it. The

@@ -20,10 +20,10 @@
 --   extreme = #{b : |flipped_b| ≥ |stat(run) − stat(baseline)| − $tolerance·(|stat(run)| + |stat(baseline)|)}
 --   (a resample whose statistic is undefined on a side is not extreme); p = (1 + extreme) / ($resamples + 1).
 --   n: the users with a list in the run (a pair: in either run).
---   How it is counted, in one line of CTEs, each large one read at most twice (engines that plan a CTE anew at
---   each read, Spark, ClickHouse and DataFusion, would otherwise repeat the whole evaluation under it;
---   cmp_global_rows is read again to count a pair's users, cmp_global_drawn for a run's own counts and for its
---   pairs'): each list row joins the draws (resample 0: every weight 1, the observed value) and is grouped per
+--   How it is counted, in one line of CTEs (engines that plan a CTE anew at each read, Spark, ClickHouse,
+--   DataFusion and MariaDB, run the statement in steps, each CTE read more than once computed once:
+--   recsql/comparison_run.py; cmp_global_cells is read three times, for a run's own counts and for each side of
+--   its pairs'; cmp_global_rows three times, for the cells, the pairs' items and a pair's users): each list row joins the draws (resample 0: every weight 1, the observed value) and is grouped per
 --   (item, run, resample): the item's C, D, count N and count among users with s = +1 (P). Each user's list adds
 --   one more row, to a "users" item of its lists (user_row = 1, numbered after the real items), whose C and D are
 --   W and W2; so the users' sums come out of the same grouping with no columns of their own (each aggregate of
@@ -35,10 +35,12 @@
 --   user_row, and the constants items and runs, follow from the cell, so they are grouped on too, which is
 --   cheaper than aggregating them.
 --   A run's own counts are its bootstrap (side 3: C and D, resample 0 the observed value). For resamples b > 0
---   each pair (cmp_global_pair_units) takes, per item, the count each of its runs gives side 1 (the pair's run:
---   P; its baseline: N − P) and their N, summed over the two runs into side 1's count and the total, side 2's
---   count being the total minus side 1's (weights 1, so D = C); this grouping is on one integer too,
---   (pair·items + item)·($resamples + 1) + resample. A pair's observed and bootstrap values (sides 3 and 4) are
+--   each pair (cmp_global_pair_units) takes, per item shown by either of its runs and resample, the count each
+--   run gives side 1 (the pair's run: P; its baseline: N − P) and their N, looked up by cell (a missing cell
+--   counts 0), summed into side 1's count and the total, side 2's count being the total minus side 1's
+--   (weights 1, so D = C). Looking the two cells up costs about half the CPU of grouping the two runs' cells per
+--   (pair, item, resample), which hardly reduces rows (10.9M rows into 8.6M groups on the benchmark of
+--   docs/performance.md; the statement 6.0 s against 4.1 s). A pair's observed and bootstrap values (sides 3 and 4) are
 --   its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
 --   is summed per level of C: the n items with C = c after `below` items with a smaller C hold the ranks
 --   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
@@ -50,7 +52,7 @@
 --
 -- Inputs: cmp_lists(run, user_idx, lists, item_id, in_catalog) (a user's top k at one cutoff of the global metrics,
 -- within one segment: `lists`), cmp_global_metrics(metric, lists, slot, n_catalog) (slot: the metric's position
--- among those asked), cmp_draws, cmp_users, cmp_runs, cmp_global_pairs and cmp_global_owners
+-- among those asked), cmp_draws, cmp_resamples, cmp_users, cmp_runs, cmp_global_pairs and cmp_global_owners
 -- (sql/_compare_global_pairs.sql). Output: cmp_global_counted(run, baseline, metric, resample, side, stat, w1) (side
 -- 3: a run's own value, w1 its users with a list; sides 1 and 2: a pair's swapped lists) and
 -- cmp_global_counted_users(run, baseline, metric, n) (a pair's users with a list in either run), which
@@ -104,16 +106,24 @@ cmp_global_drawn AS (
         FROM cmp_global_cells
     ) AS x
 ),
-cmp_global_share_cells AS (
-    SELECT CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT) AS cell,
-        o.run AS run, o.baseline AS baseline, g.lists AS lists, g.in_catalog AS in_catalog, g.user_row AS user_row,
-        CAST(SUM(CASE WHEN o.role = 1 THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS side1,
-        CAST(SUM(g.n) AS BIGINT) AS total
-    FROM cmp_global_drawn AS g
+cmp_global_share_items AS (
+    SELECT o.unit AS unit, o.run AS run, o.baseline AS baseline, g.item AS item, g.items AS items, g.runs AS runs,
+        g.lists AS lists, g.in_catalog AS in_catalog, g.user_row AS user_row
+    FROM cmp_global_rows AS g
     JOIN cmp_global_owners AS o ON g.run = o.owner
-    WHERE g.resample > 0
-    GROUP BY CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT), o.run, o.baseline, g.lists,
-        g.in_catalog, g.user_row
+    GROUP BY o.unit, o.run, o.baseline, g.item, g.items, g.runs, g.lists, g.in_catalog, g.user_row
+),
+cmp_global_share_cells AS (
+    SELECT CAST((k.unit * k.items + k.item) * ($resamples + 1) + b.resample AS BIGINT) AS cell,
+        k.run AS run, k.baseline AS baseline, k.lists AS lists, k.in_catalog AS in_catalog, k.user_row AS user_row,
+        CAST(COALESCE(x.plus, 0) + COALESCE(y.n - y.plus, 0) AS BIGINT) AS side1,
+        CAST(COALESCE(x.n, 0) + COALESCE(y.n, 0) AS BIGINT) AS total
+    FROM cmp_global_share_items AS k
+    CROSS JOIN cmp_resamples AS b
+    LEFT JOIN cmp_global_cells AS x
+        ON x.cell = CAST((k.item * k.runs + k.run) * ($resamples + 1) + b.resample AS BIGINT)
+    LEFT JOIN cmp_global_cells AS y
+        ON y.cell = CAST((k.item * k.runs + k.baseline) * ($resamples + 1) + b.resample AS BIGINT)
 ),
 cmp_global_counts AS (
     SELECT run, CAST(0 AS BIGINT) AS baseline, lists, resample, 3 AS side, in_catalog, user_row, c, d

@@ -6,7 +6,9 @@ statement for the global metrics and the off-policy estimators recomputed per re
 (:mod:`recsql.comparison_weighted`) has about a hundred CTEs, many read by several others, so its inlined tree
 grows with every level: Spark's analyser ran out of a gigabyte of Java heap on 2 runs of 5 users, ClickHouse
 analysed it for a minute, DataFusion planned 3 runs of 9 users for two minutes, MariaDB ran them for one. Each
-step alone is small.
+step alone is small. The statement of the global metrics counted from item exposure (coverage, Gini,
+personalization) runs in steps too: it reads its per-item cells three times (sql/_compare_global.sql), each a
+grouping of every list row × resample.
 
 A CTE read once stays a CTE of the step that reads it (it is computed once either way). The tables are the
 session's own and temporary (Spark: a temporary view of a local checkpoint, which cuts the step's lineage;
