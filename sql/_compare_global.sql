@@ -23,7 +23,8 @@
 --   How it is counted, in one line of CTEs (engines that plan a CTE anew at each read, Spark, ClickHouse,
 --   DataFusion and MariaDB, run the statement in steps, each CTE read more than once computed once:
 --   recsql/comparison_run.py; cmp_global_cells is read three times, for a run's own counts and for each side of
---   its pairs'; cmp_global_rows three times, for the cells, the pairs' items and a pair's users): each list row joins the draws (resample 0: every weight 1, the observed value) and is grouped per
+--   its pairs'; cmp_global_rows three times, for the cells, the pairs' items and a pair's users): each list row
+--   joins the draws (resample 0: every weight 1, the observed value) and is grouped per
 --   (item, run, resample): the item's C, D, count N and count among users with s = +1 (P). Each user's list adds
 --   one more row, to a "users" item of its lists (user_row = 1, numbered after the real items), whose C and D are
 --   W and W2; so the users' sums come out of the same grouping with no columns of their own (each aggregate of
@@ -40,8 +41,8 @@
 --   counts 0), summed into side 1's count and the total, side 2's count being the total minus side 1's
 --   (weights 1, so D = C). Looking the two cells up costs about half the CPU of grouping the two runs' cells per
 --   (pair, item, resample), which hardly reduces rows (10.9M rows into 8.6M groups on the benchmark of
---   docs/performance.md; the statement 6.0 s against 4.1 s). A pair's observed and bootstrap values (sides 3 and 4) are
---   its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
+--   docs/performance.md; the statement 6.0 s against 4.1 s). A pair's observed and bootstrap values (sides 3
+--   and 4) are its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
 --   is summed per level of C: the n items with C = c after `below` items with a smaller C hold the ranks
 --   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 --   The global metrics with one cutoff (`lists`, within a segment) share their counts. MariaDB computes two

@@ -53,7 +53,7 @@ class Runner:
         raise NotImplementedError
 
     # ------------------------------------------------------------ a long statement in steps (engines/steps.py)
-    in_steps = False  # does compare's recomputing statement run here one CTE at a time?
+    in_steps = False  # does compare's statement with global metrics run here one CTE at a time?
 
     def materialize(self, name: str, sql: str) -> None:
         """Make ``sql``'s rows the session's temporary table ``name`` (engines that run :attr:`in_steps`)."""
