@@ -14,9 +14,9 @@
 --   are weighted w_u·w_v (u ≠ v): Σ_{u≠v} w_u·w_v·#(L_u ∩ L_v) = Σ_i (C_i² − D_i) and Σ_{u≠v} w_u·w_v = W² − W2.
 --   Every sum is of integers, so exact on every engine.
 --   Interval and test (sql/_compare_global_tests.sql): the stat_b of a run, or stat_b(run) − stat_b(baseline) for a
---   pair, through sql/_compare_interval.sql. Randomization, per pair and resample b: a user whose sign s (stream 2) is −1 swaps its lists between the two
---   runs (side 1 holds the run's lists of the users with s = +1 and the baseline's of those with s = −1, side 2
---   the others; every weight 1); flipped_b = stat(side 1) − stat(side 2);
+--   pair, through sql/_compare_interval.sql. Randomization, per pair and resample b: a user whose sign s (stream 2) is
+--   −1 swaps its lists between the two runs (side 1 holds the run's lists of the users with s = +1 and the baseline's
+--   of those with s = −1, side 2 the others; every weight 1); flipped_b = stat(side 1) − stat(side 2);
 --   extreme = #{b : |flipped_b| ≥ |stat(run) − stat(baseline)| − $tolerance·(|stat(run)| + |stat(baseline)|)}
 --   (a resample whose statistic is undefined on a side is not extreme); p = (1 + extreme) / ($resamples + 1).
 --   n: the users with a list in the run (a pair: in either run).
@@ -31,18 +31,18 @@
 --   that grouping, over |rows|·($resamples + 1) rows, costs about a tenth of the statement). The grouping is on
 --   one integer, the cell (item·runs + run)·($resamples + 1) + resample (items numbered by DENSE_RANK within their
 --   lists), decoded after (exact on every engine while the keys stay below 2^53, which is unchecked: the largest,
---   pair·items·($resamples + 1), is 5·10^13 for 10^6 items, 100 runs compared as every pair and 10,000
---   resamples); grouping on one column is about twice as fast as on three. The item's lists, in_catalog and
+--   (items + lists)·runs·($resamples + 1), is about 10^12 for 10^6 items, 100 runs and 10,000 resamples);
+--   grouping on one column is about twice as fast as on three. The item's lists, in_catalog and
 --   user_row, and the constants items and runs, follow from the cell, so they are grouped on too, which is
 --   cheaper than aggregating them.
---   A run's own counts are its bootstrap (side 3: C and D, resample 0 the observed value). For resamples b > 0
---   each pair (cmp_global_pair_units) takes, per item shown by either of its runs and resample, the count each
---   run gives side 1 (the pair's run: P; its baseline: N − P) and their N, looked up by cell (a missing cell
---   counts 0), summed into side 1's count and the total, side 2's count being the total minus side 1's
---   (weights 1, so D = C). Looking the two cells up costs about half the CPU of grouping the two runs' cells per
---   (pair, item, resample), which hardly reduces rows (10.9M rows into 8.6M groups on the benchmark of
---   docs/performance.md; the statement 6.0 s against 4.1 s). A pair's observed and bootstrap values (sides 3
---   and 4) are its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
+--   A run's own counts are its bootstrap (side 3: C and D, resample 0 the observed value). For resamples b > 0 each
+--   pair (cmp_global_owners: its run and its baseline) takes, per item shown by either of its runs and resample, the
+--   count each run gives side 1 (the pair's run: P; its baseline: N − P) and their N, looked up by cell (a missing
+--   cell counts 0), summed into side 1's count and the total, side 2's count being the total minus side 1's (weights
+--   1, so D = C). Looking the two cells up costs about half the CPU of grouping the two runs' cells per (pair, item,
+--   resample), which hardly reduces rows (10.9M rows into 8.6M groups on the benchmark of docs/performance.md; the
+--   statement 6.0 s against 4.1 s). A pair's observed and bootstrap values (sides 3 and 4) are its runs' own, read
+--   through cmp_global_readers. Σ_r r·C_(r)
 --   is summed per level of C: the n items with C = c after `below` items with a smaller C hold the ranks
 --   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 --   The global metrics with one cutoff (`lists`, within a segment) share their counts. MariaDB computes two
@@ -108,15 +108,15 @@ cmp_global_drawn AS (
     ) AS x
 ),
 cmp_global_share_items AS (
-    SELECT o.unit AS unit, o.run AS run, o.baseline AS baseline, g.item AS item, g.items AS items, g.runs AS runs,
-        g.lists AS lists, g.in_catalog AS in_catalog, g.user_row AS user_row
+    SELECT o.run AS run, o.baseline AS baseline, g.item AS item, g.runs AS runs, g.lists AS lists,
+        g.in_catalog AS in_catalog, g.user_row AS user_row
     FROM cmp_global_rows AS g
     JOIN cmp_global_owners AS o ON g.run = o.owner
-    GROUP BY o.unit, o.run, o.baseline, g.item, g.items, g.runs, g.lists, g.in_catalog, g.user_row
+    GROUP BY o.run, o.baseline, g.item, g.runs, g.lists, g.in_catalog, g.user_row
 ),
 cmp_global_share_cells AS (
-    SELECT CAST((k.unit * k.items + k.item) * ($resamples + 1) + b.resample AS BIGINT) AS cell,
-        k.run AS run, k.baseline AS baseline, k.lists AS lists, k.in_catalog AS in_catalog, k.user_row AS user_row,
+    SELECT b.resample AS resample, k.run AS run, k.baseline AS baseline, k.lists AS lists,
+        k.in_catalog AS in_catalog, k.user_row AS user_row,
         CAST(COALESCE(x.plus, 0) + COALESCE(y.n - y.plus, 0) AS BIGINT) AS side1,
         CAST(COALESCE(x.n, 0) + COALESCE(y.n, 0) AS BIGINT) AS total
     FROM cmp_global_share_items AS k
@@ -130,7 +130,7 @@ cmp_global_counts AS (
     SELECT run, CAST(0 AS BIGINT) AS baseline, lists, resample, 3 AS side, in_catalog, user_row, c, d
     FROM cmp_global_drawn
     UNION ALL
-    SELECT x.run AS run, x.baseline AS baseline, x.lists AS lists, x.cell % ($resamples + 1) AS resample,
+    SELECT x.run AS run, x.baseline AS baseline, x.lists AS lists, x.resample AS resample,
         k.side AS side, x.in_catalog AS in_catalog, x.user_row AS user_row,
         CASE WHEN k.side = 1 THEN x.side1 ELSE x.total - x.side1 END AS c,
         CASE WHEN k.side = 1 THEN x.side1 ELSE x.total - x.side1 END AS d

@@ -1,7 +1,8 @@
-"""A statement run in steps (recsql/engines/steps.py), on the engines that run compare's recomputing statement
-so (Spark, ClickHouse, DataFusion, MariaDB): the same rows as the statement run whole, every step a temporary table of the session
-that shadows no name of the user's, and none left behind, also after a failure. compare's own numbers there:
-tests/test_compare.py and tests/test_compare_weighted.py (every engine)."""
+"""A statement run in steps (recsql/engines/steps.py), on the engines that run compare's statements with global
+metrics so (Spark, ClickHouse, DataFusion, MariaDB): the same rows as the statement run whole, every step a temporary
+table of the session that shadows no name of the user's, none left behind, also after a failure, and which of
+compare's statements are split. compare's own numbers there: tests/test_compare.py and tests/test_compare_weighted.py
+(every engine)."""
 from __future__ import annotations
 
 from contextlib import ExitStack
@@ -135,3 +136,34 @@ def test_compare_in_steps_on_mariadb_reads_the_users_open_transaction_and_leaves
         engine.con.rollback()
         again = recsql.compare("recs", "truth", metrics, con=engine.con, **options)
         assert again.runs["mean"].tolist() == pytest.approx(recsql.compare(recs, truth, metrics, **options).runs["mean"].tolist(), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ("duckdb",) + STEPPED)
+def test_compare_runs_its_statement_in_steps_exactly_when_it_has_global_metrics_on_the_engines_that_need_it(name, monkeypatch):
+    """Which statements of compare run in steps (recsql/comparison_run.py fetch_statistics): one with a global metric
+    counted from item exposure (coverage) on Spark, ClickHouse, DataFusion and MariaDB, whose CTEs those engines
+    would compute again at every read (the numbers stay right either way, so only this test sees a change); never one
+    with per-user metrics only, and never on DuckDB, which computes a CTE read twice once."""
+    import recsql.comparison_run as comparison_run
+    split_statements: list[str] = []
+    real = comparison_run.fetch_in_steps
+
+    def recording(runner, statement):  # the real function, called and recorded
+        split_statements.append(statement)
+        return real(runner, statement)
+    monkeypatch.setattr(comparison_run, "fetch_in_steps", recording)
+    recs = pd.DataFrame([(m, u, i, float((u * 7 + i * 3 + len(m)) % 11)) for m in ("A", "B") for u in range(5)
+                         for i in range(4)], columns=["model", "user_id", "item_id", "score"])
+    truth = pd.DataFrame([(u, i) for u in range(5) for i in range(4) if (u + i) % 2 == 0], columns=["user_id", "item_id"])
+    options = dict(run_cols="model", resamples=4, seed=1)
+    with ExitStack() as stack:
+        engine = start(name, stack)
+        engine.load(recs, name="recs")
+        engine.load(truth, name="truth")
+        got = {}
+        for metrics in (["ndcg@2"], ["coverage@2", "ndcg@2"]):
+            before = len(split_statements)
+            got[tuple(metrics)] = recsql.compare("recs", "truth", metrics, con=engine.con, **options)
+            assert len(split_statements) - before == (name != "duckdb" and "coverage@2" in metrics)
+    want = recsql.compare(recs, truth, ["coverage@2", "ndcg@2"], **options)  # DuckDB, one statement
+    assert got[("coverage@2", "ndcg@2")].runs["mean"].tolist() == pytest.approx(want.runs["mean"].tolist(), abs=1e-12)
