@@ -14,7 +14,7 @@ number of relevant items):
         --segment-col cohort --out report.html
 
 Each repeat is a fresh process (``python -m recsql report ...``, the interpreter's start and every import
-included) timed from outside, wall clock and CPU (user + system, of the process and its children).
+included, with Python's bytecode on disk as in an installed package) timed from outside, wall clock and CPU (user + system, of the process and its children).
 recsql keeps the statements it composes on disk (recsql/statements.py), so two cases are timed:
 
 - **cache warm**: a user's second and later reports (the statements of an earlier run on disk; one untimed
@@ -67,10 +67,18 @@ def command(users: Path, out: Path) -> list[str]:
             "cohort", "--out", str(out), "--quiet"]
 
 
+def environment(cache: Path) -> dict[str, str]:
+    """The processes' environment: the repository first on the path, ``cache`` the statement cache, and Python's
+    bytecode written and read (``__pycache__``, as an installed package has it: pip compiles it at install), also
+    where the machine sets PYTHONDONTWRITEBYTECODE (compiling recsql's sources again in every process costs about
+    0.15 s here); the untimed first run writes it."""
+    return {**os.environ, "RECSQL_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": ""}
+
+
 def run_once(argv: list[str], cache: Path, out: Path, keep: Path | None = None) -> dict[str, float | str]:
     """One cold process: wall and CPU seconds, and the page's SHA-256 (``keep``: a folder to copy each
     distinct page into, named by its digest)."""
-    env = {**os.environ, "RECSQL_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    env = environment(cache)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(argv, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -112,7 +120,7 @@ def in_process(users: Path, pairs: int, cache: Path) -> dict[str, dict]:
     clock): the comparisons side by side (the default without ``con=``) and in turn
     (``recsql.report.build.side_by_side`` told not to run them concurrently)."""
     code = IN_PROCESS.format(metrics=list(METRICS), users=str(users), pairs=pairs)
-    env = {**os.environ, "RECSQL_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    env = environment(cache)
     ran = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True, text=True)
     times = json.loads(ran.stdout.strip().splitlines()[-1])
     return {case: {"median": round(statistics.median(t), 3), "best": round(min(t), 3), "pairs": pairs,
@@ -148,7 +156,8 @@ def markdown(result: dict) -> str:
 - **Load average** (1, 5, 15 min) before {tuple(result['load_before'])}, after {tuple(result['load_after'])} (the
   machine is shared: other work slows every repeat; CPU time is the steadier figure)
 - **Versions**: {', '.join(f'{k} {v}' for k, v in result['versions'].items())}
-- Each repeat a fresh process (interpreter start and imports included); {result['pages']} distinct page(s)
+- Each repeat a fresh process (interpreter start and imports included, Python's bytecode written by the untimed
+  first run, as pip writes it at install); {result['pages']} distinct page(s)
   written (one expected: the page holds every number to the last bit, and recsql sums with FSUM/FAVG
   so that the threads' order does not move them).
 
@@ -187,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         write_users(users)
         argv_ = command(users, out)
         warm_cache = work / "cache-warm"
-        subprocess.run(argv_, cwd=REPO, env={**os.environ, "RECSQL_CACHE_DIR": str(warm_cache),
-                                            "PYTHONPATH": str(REPO)}, check=True, capture_output=True)
+        subprocess.run(argv_, cwd=REPO, env=environment(warm_cache), check=True, capture_output=True)
         cases: dict[str, list[dict]] = {"warm": [], "empty": []}
         for i in range(max(args.repeat, args.empty)):  # interleaved, so load falls on both alike
             if i < args.repeat:
