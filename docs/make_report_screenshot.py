@@ -8,7 +8,7 @@ runs, from the repository's root, the equivalent of
     recsql report fixtures/data/recs.parquet fixtures/data/truth.parquet -m ndcg@10 -m recall@20 \\
         -m hit_rate@5 -m coverage@10 --run-col model --baseline popular \\
         --segments docs/users.parquet --segment-col cohort \\
-        --title "recsql report: fixtures/data, popular vs personal" --out docs/report.html
+        --title "recsql report: fixtures/data, popular vs personal" --out docs/report.html --quiet
     chromium --headless=new --disable-gpu --no-sandbox --hide-scrollbars --window-size=1280,1900 \\
         --screenshot=docs/report.png file://$PWD/docs/report.html
 
@@ -31,26 +31,35 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 
 
-def main() -> int:
-    sys.path.insert(0, str(REPO))
-    os.chdir(REPO)
+def write_page(root: Path) -> int:
+    """Write ``root``/docs/report.html, run from ``root`` (which holds ``fixtures/data``), as the command above; the
+    CLI's exit status. tests/test_docs.py writes it into a temporary root and compares it with docs/report.html."""
     from recsql.cli import main as recsql
 
-    truth = pd.read_parquet(REPO / "fixtures" / "data" / "truth.parquet")
-    users = sorted(set(truth["user_id"]) | set(pd.read_parquet(REPO / "fixtures" / "data" / "recs.parquet")["user_id"]))
+    data = root / "fixtures" / "data"
+    truth = pd.read_parquet(data / "truth.parquet")
+    users = sorted(set(truth["user_id"]) | set(pd.read_parquet(data / "recs.parquet")["user_id"]))
     relevant = truth.assign(hit=truth["relevance"] >= 1).groupby("user_id")["hit"].sum().reindex(users, fill_value=0)
     cohort = pd.DataFrame({"user_id": relevant.index,
                            "cohort": np.where(relevant <= 3, "light", np.where(relevant <= 6, "medium", "heavy"))})
-    segments = DOCS / "users.parquet"  # relative paths on the page: run from the root
+    segments = root / "docs" / "users.parquet"  # relative paths on the page: run from the root
     cohort.to_parquet(segments, index=False)
+    before = Path.cwd()
+    os.chdir(root)
     try:
-        status = recsql(["report", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet",
-                         "-m", "ndcg@10", "-m", "recall@20", "-m", "hit_rate@5", "-m", "coverage@10",
-                         "--run-col", "model", "--baseline", "popular", "--segments", "docs/users.parquet",
-                         "--segment-col", "cohort", "--title", "recsql report: fixtures/data, popular vs personal",
-                         "--out", "docs/report.html"])
+        return recsql(["report", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet",
+                       "-m", "ndcg@10", "-m", "recall@20", "-m", "hit_rate@5", "-m", "coverage@10",
+                       "--run-col", "model", "--baseline", "popular", "--segments", "docs/users.parquet",
+                       "--segment-col", "cohort", "--title", "recsql report: fixtures/data, popular vs personal",
+                       "--out", "docs/report.html", "--quiet"])
     finally:
+        os.chdir(before)
         segments.unlink()
+
+
+def main() -> int:
+    sys.path.insert(0, str(REPO))
+    status = write_page(REPO)
     if status:
         return status
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

@@ -257,3 +257,34 @@ def test_the_reference_groups_the_metrics_by_family():
         assert part.lstrip("\n").startswith(FAMILIES[key].description)
         assert sorted(re.findall(r"^### `(\w+)`$", part, re.M)) == sorted(
             name for name, spec in registry().items() if spec.family == key)
+
+
+# What may differ from docs/report.html when the current code writes it again: the package versions of the machine
+# (the page's versions table) and what follows from the bytes of docs/users.parquet, which the script writes with
+# this machine's pyarrow (its digest, and the input fingerprint over every digest). The numbers, figures and SQL may
+# not.
+_MACHINE = (re.compile(r'(<table class="defs"><tbody><tr><td>recsql</td>).*?(</tbody></table>)'),
+            re.compile(r"(docs/users\.parquet \(1 file\(s\), their bytes\)</td><td><code>)[0-9a-f]{64}"),
+            re.compile(r"(fingerprint:? ?(?:<code>)?)[0-9a-f]{16}"))
+
+
+def test_the_sample_report_is_the_page_the_current_code_writes(tmp_path):
+    """docs/report.html (linked from the README and the report guide) is what docs/make_report_screenshot.py writes
+    at this commit: regenerate it with that script when this fails."""
+    spec = importlib.util.spec_from_file_location("make_report_screenshot", DOCS / "make_report_screenshot.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (tmp_path / "fixtures").symlink_to(REPO / "fixtures")
+    (tmp_path / "docs").mkdir()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        assert script.write_page(tmp_path) == 0
+
+    def shown(page: Path) -> str:
+        text = page.read_text(encoding="utf-8")
+        for pattern in _MACHINE:
+            text, found = pattern.subn(r"\1…", text)
+            assert found, f"{page}: no match for {pattern.pattern}: update _MACHINE with the page's layout"
+        return text
+    written, published = shown(tmp_path / "docs" / "report.html"), shown(DOCS / "report.html")
+    assert written == published, ("docs/report.html is not what the current code writes: run "
+                                  "`python docs/make_report_screenshot.py` and commit the page and its screenshot")
