@@ -26,14 +26,15 @@
 --   its pairs'; cmp_global_rows three times, for the cells, the pairs' items and a pair's users): each list row
 --   joins the draws (resample 0: every weight 1, the observed value) and is grouped per
 --   (item, run, resample): the item's C, D, count N and count among users with s = +1 (P). Each user's list adds
---   one more row, to a "users" item of its lists (user_row = 1, numbered after the real items), whose C and D are
+--   one more row, to a "users" item of its lists (user_row = 1, numbered after its real items), whose C and D are
 --   W and W2; so the users' sums come out of the same grouping with no columns of their own (each aggregate of
 --   that grouping, over |rows|·($resamples + 1) rows, costs about a tenth of the statement). The grouping is on
---   one integer, the cell (item·runs + run)·($resamples + 1) + resample (items numbered by DENSE_RANK within their
---   lists), decoded after (exact on every engine while the keys stay below 2^53, which is unchecked: the largest,
---   (items + lists)·runs·($resamples + 1), is about 10^12 for 10^6 items, 100 runs and 10,000 resamples);
+--   one integer, the cell (item·runs + run)·($resamples + 1) + resample (items numbered by one DENSE_RANK, each
+--   lists' users item after its real items; runs: the largest run + 1), decoded after (exact on every engine while
+--   the keys stay below 2^53, which is unchecked: the largest, (items + lists)·runs·($resamples + 1), is about 10^12
+--   for 10^6 items, 100 runs and 10,000 resamples);
 --   grouping on one column is about twice as fast as on three. The item's lists, in_catalog and
---   user_row, and the constants items and runs, follow from the cell, so they are grouped on too, which is
+--   user_row, and the constant runs, follow from the cell, so they are grouped on too, which is
 --   cheaper than aggregating them.
 --   A run's own counts are its bootstrap (side 3: C and D, resample 0 the observed value). For resamples b > 0 each
 --   pair (cmp_global_owners: its run and its baseline) takes, per item shown by either of its runs and resample, the
@@ -46,7 +47,9 @@
 --   is summed per level of C: the n items with C = c after `below` items with a smaller C hold the ranks
 --   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 --   The global metrics with one cutoff (`lists`, within a segment) share their counts. MariaDB computes two
---   windows of different partitions in one SELECT wrongly, so cmp_global_rows numbers items in a subquery.
+--   windows of different partitions in one SELECT wrongly, so cmp_global_rows has one window per SELECT; and it
+--   computes MAX() OVER () in time quadratic in the rows (100 s for 36,000 rows), so runs come from an aggregate
+--   of cmp_runs and the users' items from the DENSE_RANK, not from a maximum over every row.
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; weighted U-statistics (pairs weighted w_u·w_v, u ≠ v):
 --   Janssen, "Weighted bootstrapping of U-statistics", Journal of Statistical Planning and Inference 38(1), 1994;
 --   randomization by swapping a unit's treatments: Fisher 1935, §21; Smucker, Allan & Carterette, CIKM 2007.
@@ -60,26 +63,21 @@
 -- sql/_compare_global_tests.sql turns into the tests.
 WITH
 cmp_global_rows AS (
-    SELECT r.run AS run, r.lists AS lists, r.user_idx AS user_idx, k.user_row AS user_row,
-        CAST(CASE WHEN k.user_row = 1 THEN 0 ELSE r.in_catalog END AS BIGINT) AS in_catalog,
-        CAST(CASE WHEN k.user_row = 1 THEN r.items + r.lists ELSE r.item END AS BIGINT) AS item,
-        CAST(r.items + r.groups AS BIGINT) AS items, r.runs AS runs
+    SELECT r.run AS run, r.lists AS lists, r.user_idx AS user_idx, r.user_row AS user_row, r.in_catalog AS in_catalog,
+        CAST(DENSE_RANK() OVER (ORDER BY r.lists, r.user_row, r.item_id) AS BIGINT) AS item, n.runs AS runs
     FROM (
-        SELECT run, lists, user_idx, in_catalog, item, items, groups, runs,
-            CASE WHEN ROW_NUMBER() OVER (PARTITION BY run, lists, user_idx ORDER BY item) = 1 THEN 1 ELSE 0 END AS opens
+        SELECT l.run AS run, l.lists AS lists, l.user_idx AS user_idx, k.user_row AS user_row,
+            CAST(CASE WHEN k.user_row = 1 THEN 0 ELSE l.in_catalog END AS BIGINT) AS in_catalog,
+            CASE WHEN k.user_row = 1 THEN NULL ELSE l.item_id END AS item_id
         FROM (
-            SELECT run, lists, user_idx, in_catalog, item,
-                CAST(MAX(item) OVER () + 1 AS BIGINT) AS items, CAST(MAX(lists) OVER () + 1 AS BIGINT) AS groups,
-                CAST(MAX(run) OVER () + 1 AS BIGINT) AS runs
-            FROM (
-                SELECT run, lists, user_idx, in_catalog,
-                    CAST(DENSE_RANK() OVER (ORDER BY lists, item_id) AS BIGINT) AS item
-                FROM cmp_lists
-            ) AS l
+            SELECT run, lists, user_idx, in_catalog, item_id,
+                ROW_NUMBER() OVER (PARTITION BY run, lists, user_idx ORDER BY item_id) AS opens
+            FROM cmp_lists
         ) AS l
+        CROSS JOIN (SELECT 0 AS user_row UNION ALL SELECT 1 AS user_row) AS k
+        WHERE k.user_row = 0 OR l.opens = 1
     ) AS r
-    CROSS JOIN (SELECT 0 AS user_row UNION ALL SELECT 1 AS user_row) AS k
-    WHERE k.user_row = 0 OR r.opens = 1
+    CROSS JOIN (SELECT CAST(MAX(run) + 1 AS BIGINT) AS runs FROM cmp_runs) AS n
 ),
 cmp_global_draws AS (
     SELECT resample, user_idx, w, s FROM cmp_draws
@@ -88,22 +86,22 @@ cmp_global_draws AS (
 ),
 cmp_global_cells AS (
     SELECT CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT) AS cell,
-        r.items AS items, r.runs AS runs, r.lists AS lists, r.in_catalog AS in_catalog, r.user_row AS user_row,
+        r.runs AS runs, r.lists AS lists, r.in_catalog AS in_catalog, r.user_row AS user_row,
         CAST(COUNT(*) AS BIGINT) AS n, CAST(SUM(d.w) AS BIGINT) AS c, CAST(SUM(d.w * d.w) AS BIGINT) AS d,
         CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus
     FROM cmp_global_rows AS r
     JOIN cmp_global_draws AS d ON r.user_idx = d.user_idx
-    GROUP BY CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT), r.items, r.runs, r.lists,
+    GROUP BY CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT), r.runs, r.lists,
         r.in_catalog, r.user_row
 ),
 cmp_global_drawn AS (
     SELECT x.resample AS resample, x.rest % x.runs AS run, CAST((x.rest - x.rest % x.runs) / x.runs AS BIGINT) AS item,
-        x.items AS items, x.lists AS lists, x.in_catalog AS in_catalog, x.user_row AS user_row, x.n AS n, x.c AS c,
+        x.lists AS lists, x.in_catalog AS in_catalog, x.user_row AS user_row, x.n AS n, x.c AS c,
         x.d AS d, x.plus AS plus
     FROM (
         SELECT cell % ($resamples + 1) AS resample,
             CAST((cell - cell % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS rest,
-            items, runs, lists, in_catalog, user_row, n, c, d, plus
+            runs, lists, in_catalog, user_row, n, c, d, plus
         FROM cmp_global_cells
     ) AS x
 ),
