@@ -126,16 +126,34 @@ def _crossed_first(tree: exp.Expression) -> exp.Expression:
 
 
 MARIADB_WITH_ELEMENTS = 64
+MARIADB_SELECT_NESTING = 64  # SELECTs one inside another, the statement's own counted: "Too high level of nesting"
+
+
+def _select_depth(tree: exp.Expression) -> int:
+    """The most SELECTs nested one inside another in ``tree`` (walked without recursion: a deep tree is
+    the case it is asked about)."""
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, exp.Select):
+            depth += 1
+            deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in node.iter_expressions())
+    return deepest
 
 
 def _mariadb_with_limit(tree: exp.Expression) -> exp.Expression:
     """At most :data:`MARIADB_WITH_ELEMENTS` CTEs: the last ones read exactly once become derived tables
     where they are read (the same query: a CTE read once is a subquery with a name). The reads are counted
-    in one walk: moving a CTE's body to where it is read changes no other CTE's reads."""
+    in one walk: moving a CTE's body to where it is read changes no other CTE's reads. A statement then
+    nesting more SELECTs than MariaDB and MySQL run (:data:`MARIADB_SELECT_NESTING`; the intent-aware
+    metrics' greedy ideal list is a chain of CTEs, one per position, four SELECTs each once inlined) is
+    refused with the cutoff that made it."""
     with_ = tree.args.get("with_")
     ctes = list(with_.expressions) if with_ else []
     if len(ctes) <= MARIADB_WITH_ELEMENTS:
         return tree
+    steps = sum(1 for cte in ctes if cte.alias.startswith("intent_pick_")) - 1
     reads: dict[str, list[exp.Table]] = {}
     for table in nodes(tree, exp.Table):
         if not table.db:
@@ -149,6 +167,16 @@ def _mariadb_with_limit(tree: exp.Expression) -> exp.Expression:
         with_.set("expressions", ctes)
         (read,) = reads.pop(cte.alias)
         read.replace(exp.Subquery(this=cte.this, alias=exp.TableAlias(this=exp.to_identifier(read.alias or cte.alias))))
+    depth = _select_depth(tree)
+    if depth > MARIADB_SELECT_NESTING:
+        why = (f"the intent-aware metrics' greedy ideal list (alpha_ndcg, alpha_dcg, nerr_ia, nnrbp and their kin) "
+               f"takes one step per position up to their largest cutoff, {steps} here, and MariaDB allows at most "
+               f"{MARIADB_WITH_ELEMENTS} CTEs, so the steps past that nest: ask for them at a smaller cutoff on "
+               "MariaDB or MySQL (62 on their own, less with other metrics or inputs in the same call: 50 with "
+               "five others)"
+               if steps > 0 else "ask for fewer metrics at a time")
+        raise RecsqlError(f"the query cannot be written for MariaDB or MySQL: it nests {depth} SELECTs, more than "
+                          f"the {MARIADB_SELECT_NESTING} they run; {why}")
     return tree
 
 
@@ -200,10 +228,18 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
             transforms=(_mariadb_with_limit,),
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)",
             # ndcg@100 alone on MovieLens-100K-shaped data (benchmarks/engines.py): over 90 s at the default
-            # level 2 (block nested loops only), 2.7 s at 4 (hash joins) on MariaDB 10.11
-            settings=(("join_cache_level", "4"),), set_statement="SET SESSION {name} = {value}",
-            set_scope="on MariaDB, ", set_why="hash joins; at the default 2 a large evaluation takes minutes "
-                                             "instead of seconds; MySQL 8 has hash joins and no such variable"),
+            # level 2 (block nested loops only), 2.7 s at 4 (hash joins) on MariaDB 10.11. A hash join hashes
+            # a join buffer's worth of its outer rows and scans the inner table once per buffer, and a grouping
+            # whose table outgrows tmp_table_size and max_heap_table_size moves to disk: at the defaults (256 KB
+            # buffers, 2 MB for all of a query's, 16 MB tables) compare with coverage, gini and personalization
+            # on MovieLens-100K (908 users, 4 runs, 100 resamples) took 66 s, with these sizes 10 s
+            settings=(("join_cache_level", "4"), ("join_buffer_size", str(64 << 20)),
+                      ("join_buffer_space_limit", str(256 << 20)), ("tmp_table_size", str(512 << 20)),
+                      ("max_heap_table_size", str(512 << 20))), set_statement="SET SESSION {name} = {value}",
+            set_scope="on MariaDB, ", set_why="hash joins with 64 MB buffers, groupings in memory up to 512 MB; at "
+                                             "the default join_cache_level 2 a large evaluation takes minutes "
+                                             "instead of seconds; MySQL 8 has hash joins of its own and recsql "
+                                             "sets nothing there"),
     Dialect("spark", "spark", executed="Apache Spark (pyspark, local mode)"),
     Dialect("clickhouse", "clickhouse", executed="ClickHouse (chdb)", transforms=(_clickhouse_settings,)),
     Dialect("datafusion", "postgres", executed="Apache DataFusion", transforms=(_crossed_first,),
@@ -257,3 +293,6 @@ def render(statement: exp.Expression, name: str, *, pretty: bool = True, copy: b
                         copy=False)  # the tree is this call's own: sqlglot need not copy it again
     except sqlglot.errors.UnsupportedError as err:
         raise RecsqlError(f"the query cannot be written in {spec.name}: {err}") from None
+    except RecursionError:
+        raise RecsqlError(f"the query cannot be written in {spec.name}: it is nested too deeply for sqlglot to "
+                          "write; ask for fewer metrics at a time") from None

@@ -134,3 +134,26 @@ def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("RECSQL_CACHE_DIR", "off")  # nor the text kept on disk
     with pytest.raises(recsql.RecsqlError, match="cannot be written in mysql: 'NULLS LAST'"):
         recsql.to_sql("analytics.recs", "analytics.truth", ["bpref@10"], dialect="mysql")
+
+
+FIVE = ["ndcg@10", "map@10", "recall@10", "novelty@10", "gini@10"]
+
+
+@pytest.mark.parametrize("metrics, refused", [(["alpha_ndcg@100"], True), (["nnrbp@63"], True), (["nnrbp@62"], False),
+                                              (["alpha_ndcg@51", *FIVE], True), (["alpha_ndcg@50", *FIVE], False)])
+def test_a_statement_nesting_more_selects_than_mariadb_runs_is_refused_with_the_cutoff(metrics, refused):
+    """MariaDB and MySQL run at most 64 SELECTs nested one in another ("Too high level of nesting for
+    select", error 1473) and MariaDB at most 64 CTEs; the intent-aware metrics' greedy ideal list is one
+    CTE per position, so at a large cutoff the CTEs past 64 nest. Such a statement is refused with the
+    cutoff and what runs (tests/test_user_connection.py runs the largest one allowed on MariaDB), never
+    a RecursionError from sqlglot nor the server's error."""
+    from recsql.dialects import MARIADB_SELECT_NESTING, _select_depth
+    others = {role: role for role in ("items", "interactions", "expected_recs", "item_features")}
+    inputs = {"intents": "intents", **(others if len(metrics) > 1 else {})}
+    if refused:
+        with pytest.raises(recsql.RecsqlError, match=r"nests \d+ SELECTs, more than the 64 they run; .*largest "
+                                                     r"cutoff, \d+ here.*62 on their own"):
+            recsql.to_sql("recs", "truth", metrics, dialect="mysql", **inputs)
+    else:
+        sql = recsql.to_sql("recs", "truth", metrics, dialect="mysql", **inputs)
+        assert 60 < _select_depth(sqlglot.parse_one(sql, read="mysql")) <= MARIADB_SELECT_NESTING
