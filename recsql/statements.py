@@ -359,7 +359,7 @@ def finalize_sql(plan: Plan, metrics: Sequence[Metric], output: str) -> str:
     given = tuple(sorted(role for role in RELATIONS if getattr(plan, role) is not None))
     key = ("finalize", statement_key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, "duckdb",
                             False), given)
-    found = _memoised(key, lambda: ([render(finalize(plan, metrics, output), "duckdb", pretty=False)], []))
+    found = _memoised(key, lambda: ([render(finalize(plan, metrics, output, typed=True), "duckdb", pretty=False)], []))
     return found[0][0]
 
 

@@ -292,3 +292,22 @@ def test_mariadb_runs_the_largest_intent_aware_cutoff_recsql_writes_for_it():
                               intents=names["intents"]).per_user
     assert got["alpha_ndcg@62"].tolist() == pytest.approx(want["alpha_ndcg@62"].tolist(), rel=1e-12)
     assert 0 < want["alpha_ndcg@62"].min() < want["alpha_ndcg@62"].max() < 1
+
+
+@pytest.mark.parametrize("name", ["sqlite", "postgres", "mysql"])
+def test_a_metric_null_for_every_user_is_a_float_column_on_every_engine(name):
+    """A DB-API driver gives a column NULL in every row no type (pandas: object, None); the summary and
+    per-user frames read each metric's raw column as DOUBLE, so they have DuckDB's float64 columns (NaN)
+    on every engine. pop_reo is NULL here (no relevant unseen item in either group), rbp@2 defined."""
+    recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [1, 2, 3], "score": [0.9, 0.8, 0.7]})
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 3]})
+    asked = ["pop_reo@10", "rbp@2", "ndcg(ideal=list)@10"]
+    want = recsql.evaluate(recs, truth, asked, interactions=truth)
+    with ExitStack() as stack:
+        engine = start(name, stack)
+        got = recsql.evaluate(engine.load(recs), engine.load(truth), asked, con=engine.con,
+                              interactions=engine.load(truth))
+    for frame, expected in ((got.summary, want.summary), (got.per_user, want.per_user)):
+        assert frame.dtypes.to_dict() == expected.dtypes.to_dict()
+        pd.testing.assert_frame_equal(frame, expected)
+    assert want.summary["pop_reo@10"].isna().all() and want.summary["rbp@2"].notna().all()

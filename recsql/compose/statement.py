@@ -344,11 +344,14 @@ def _count(condition: str, name: str) -> exp.Expression:
                       name)
 
 
-def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequence[str] = ()) -> exp.Select:
+def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequence[str] = (),
+             typed: bool = False) -> exp.Select:
     """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user.
-    ``diagnostics``: the input-check columns the raw rows carry (:func:`compose`), copied to the summary."""
+    ``diagnostics``: the input-check columns the raw rows carry (:func:`compose`), copied to the summary.
+    ``typed``: each metric's raw column read as DOUBLE, for rows fetched through a DB-API driver, where a
+    column NULL in every row arrives without a type (so every engine's frame has float64 metric columns)."""
     names = [exp.to_identifier(m.column, quoted=True) for m in metrics]
-    columns = metric_columns(metrics)
+    columns = [exp.cast(exp.column(c), "DOUBLE") if typed else exp.column(c) for c in metric_columns(metrics)]
     checks = [n for n in diagnostics if n in DIAGNOSTICS]
     if output == "summary":
         # each metric's column holds values only for its population (compose); a global metric's
@@ -360,7 +363,7 @@ def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequen
             *_run_aliases(plan),
             *[_count(condition, name) for name, condition, _ in population_counts(plan, metrics)],
             *[exp.alias_(_SUMMARY[m.spec.population if m.spec.population == "global" else m.spec.summary](
-                this=exp.column(c)), n) for m, c, n in zip(metrics, columns, names)],
+                this=c), n) for m, c, n in zip(metrics, columns, names)],
             *diagnostics,
             # from the checks CTE itself, not the per-user rows: invalid rows may leave no user at all
             *[exp.alias_(exp.Subquery(this=exp.select(n).from_("checks")), n) for n in checks],
@@ -369,8 +372,7 @@ def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequen
         return select.group_by(*runs).order_by(*runs) if runs else select
     select = exp.select(
         *_run_aliases(plan), exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
-        *[exp.alias_(exp.column(c), n) for m, c, n in zip(metrics, columns, names)
-          if m.spec.population != "global"],
+        *[exp.alias_(c, n) for m, c, n in zip(metrics, columns, names) if m.spec.population != "global"],
         *[exp.alias_(exp.Subquery(this=exp.select(n).from_("checks")), n) for n in checks],
     ).from_("per_user")
     return select.where(exp.column("_in_population").eq(1)).order_by(*[exp.column(r) for r in internal_runs(plan)], "user_id")
