@@ -196,8 +196,8 @@ def test_finalize_sql_is_finalize():
         api._split = saved
     plan, metrics = seen[0]
     for output in ("summary", "per_user"):
-        assert statements.finalize_sql(plan, metrics, output) == render(finalize(plan, metrics, output), "duckdb",
-                                                                        pretty=False)
+        assert statements.finalize_sql(plan, metrics, output) == render(
+            finalize(plan, metrics, output, typed=True), "duckdb", pretty=False)
 
 
 @pytest.mark.parametrize("name", ["__recsql_recs_0123456789ab", "t", "A_1"])
