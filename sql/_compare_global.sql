@@ -48,8 +48,9 @@
 --   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 --   The global metrics with one cutoff (`lists`, within a segment) share their counts. MariaDB computes two
 --   windows of different partitions in one SELECT wrongly, so cmp_global_rows has one window per SELECT; and it
---   computes MAX() OVER () in time quadratic in the rows (100 s for 36,000 rows), so runs come from an aggregate
---   of cmp_runs and the users' items from the DENSE_RANK, not from a maximum over every row.
+--   computes MAX() OVER () in time quadratic in the rows (25 s for one such window over 36,000 rows; this step
+--   had three), so runs come from an aggregate of cmp_runs and the users' items from the DENSE_RANK, not from a
+--   maximum over every row.
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; weighted U-statistics (pairs weighted w_u·w_v, u ≠ v):
 --   Janssen, "Weighted bootstrapping of U-statistics", Journal of Statistical Planning and Inference 38(1), 1994;
 --   randomization by swapping a unit's treatments: Fisher 1935, §21; Smucker, Allan & Carterette, CIKM 2007.
