@@ -111,7 +111,8 @@ def evaluate(
     with bound(request) as (runner, plan, sources):
         # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
         # (one row per run where every metric is global: their values need no user's row)
-        sql, read = statement_and_reads(plan, computed, "runs" if per_run_only(plan, computed) else "raw", runner.dialect)
+        sql, read = statement_and_reads(plan, computed, "runs" if per_run_only(plan, computed) else "raw",
+                                        runner.statement_dialect)
         raw = fetch_checked(runner, plan, sql)
         rows, found = _split(plan, computed, raw, drop=[m.column for m in computed[len(parsed):]])
         summary = rows.arrow("summary", whole=True)
@@ -119,7 +120,7 @@ def evaluate(
         if RECS_ROWS not in columns_of(raw) or rows_of(raw) == 0:
             # no user row carried the checks (an empty population, or invalid rows that left no user):
             # read them alone
-            checks = fetch_checked(runner, plan, statement_sql(plan, computed, "checks", runner.dialect))
+            checks = fetch_checked(runner, plan, statement_sql(plan, computed, "checks", runner.statement_dialect))
             found = {name: int(value or 0) for name, value in records(checks)[0].items()}
         refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]

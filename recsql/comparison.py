@@ -111,7 +111,7 @@ def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str 
             warn_segment_like_runs(plan.run_cols, plan.user_col, sources["recs"].relation, plan.run_cols, plan.user_col,
                                    fetch, "compare")
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
-        sql, values, reads = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
+        sql, values, reads = statement_text(plan, request.metrics, settings, kinds, grouping, runner.statement_dialect)
         rows = records(fetch_statistics(runner, plan, sql, bool(values.global_kinds)))
         found = {c: max((int(r[c]) for r in rows if not missing(r[c])), default=0) for c in values.checks}
         refuse(runner, plan, found, list(sources["recs"].columns))

@@ -36,7 +36,11 @@ Every difference is a named switch with its reason:
 - ``from_dual``: Oracle needs ``FROM DUAL`` on a SELECT without a table and has no boolean literal.
 - ``with_limit``: MariaDB refuses a WITH clause of more than 64 elements (error 4003, "Too many WITH
   elements"; :func:`recsql.compare`'s statement with global metrics has more): CTEs read once are
-  written in place as derived tables, the last first, until 64 remain.
+  written in place as derived tables, the last first, until 64 remain. It is one of the dialect's
+  ``whole`` transforms, which fit a statement into what one statement may be: recsql's own MariaDB
+  runner renders for :func:`for_steps` instead, leaves every CTE a CTE and runs a statement of more
+  than ``step_ctes`` in steps (recsql/engines/steps.py), which is how the intent-aware metrics' greedy
+  ideal list at @100 (a chain of 101 CTEs) runs there.
 
 Everything else — integer division, NULL ordering, log argument order, type names — is kept
 identical by the templates (explicit DOUBLE casts, NULLIF, LN) and by sqlglot.
@@ -46,7 +50,7 @@ identical by the templates (explicit DOUBLE casts, NULLIF, LN) and by sqlglot.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import sqlglot
@@ -148,7 +152,8 @@ def _mariadb_with_limit(tree: exp.Expression) -> exp.Expression:
     in one walk: moving a CTE's body to where it is read changes no other CTE's reads. A statement then
     nesting more SELECTs than MariaDB and MySQL run (:data:`MARIADB_SELECT_NESTING`; the intent-aware
     metrics' greedy ideal list is a chain of CTEs, one per position, four SELECTs each once inlined) is
-    refused with the cutoff that made it."""
+    refused with the cutoff that made it. recsql's own MariaDB runner renders without this transform and
+    runs such a statement in steps (:func:`for_steps`)."""
     with_ = tree.args.get("with_")
     ctes = list(with_.expressions) if with_ else []
     if len(ctes) <= MARIADB_WITH_ELEMENTS:
@@ -171,12 +176,13 @@ def _mariadb_with_limit(tree: exp.Expression) -> exp.Expression:
     if depth > MARIADB_SELECT_NESTING:
         why = (f"the intent-aware metrics' greedy ideal list (alpha_ndcg, alpha_dcg, nerr_ia, nnrbp and their kin) "
                f"takes one step per position up to their largest cutoff, {steps} here, and MariaDB allows at most "
-               f"{MARIADB_WITH_ELEMENTS} CTEs, so the steps past that nest: ask for them at a smaller cutoff on "
-               "MariaDB or MySQL (62 on their own, less with other metrics or inputs in the same call: 50 with "
-               "five others)"
-               if steps > 0 else "ask for fewer metrics at a time")
-        raise RecsqlError(f"the query cannot be written for MariaDB or MySQL: it nests {depth} SELECTs, more than "
-                          f"the {MARIADB_SELECT_NESTING} they run; {why}")
+               f"{MARIADB_WITH_ELEMENTS} CTEs, so the steps past that nest: in one statement, ask for them at a "
+               "smaller cutoff (62 on their own, less with other metrics or inputs in the same call: 50 with five "
+               "others)"
+               if steps > 0 else "in one statement, ask for fewer metrics at a time")
+        raise RecsqlError(f"the query cannot be written for MariaDB or MySQL as one statement: it nests {depth} "
+                          f"SELECTs, more than the {MARIADB_SELECT_NESTING} they run; {why}. recsql.evaluate and "
+                          "recsql.compare on a MariaDB connection run it in steps, each a temporary table")
     return tree
 
 
@@ -192,6 +198,10 @@ class Dialect:
     topk: str | None = None  # sql/_topk.<topk>.sql replaces the portable ROW_NUMBER top-k
     inline: tuple[str, ...] = ()  # CTEs written AS NOT MATERIALIZED
     transforms: tuple[Transform, ...] = field(default=())
+    # transforms that fit the statement into one statement's limits, after ``transforms``; left out by
+    # :func:`for_steps`, for a runner that runs a statement of more than ``step_ctes`` CTEs in steps
+    whole: tuple[Transform, ...] = field(default=())
+    step_ctes: int = 0  # the most CTEs one statement may hold (0: no limit)
     note: str = ""
     # What a session running the rendered SQL should set first, each (name, value): recsql's own runners
     # set them for the query alone (recsql/engines/mysql.py, recsql/engines/datafusion.py), and the header
@@ -225,7 +235,7 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)", collation='"BINARY"'),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
-            transforms=(_mariadb_with_limit,),
+            whole=(_mariadb_with_limit,), step_ctes=MARIADB_WITH_ELEMENTS,
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)",
             # ndcg@100 alone on MovieLens-100K-shaped data (benchmarks/engines.py): over 90 s at the default
             # level 2 (block nested loops only), 2.7 s at 4 (hash joins) on MariaDB 10.11. A hash join hashes
@@ -269,6 +279,24 @@ ALIASES = {"mariadb": "mysql", "postgresql": "postgres", "sqlserver": "tsql", "m
            "chdb": "clickhouse"}
 
 
+STEPS = ":steps"
+# each dialect with whole-statement transforms, as a runner that runs long statements in steps renders it
+_FOR_STEPS = {d.name + STEPS: replace(d, name=d.name + STEPS, whole=()) for d in DIALECTS.values() if d.whole}
+
+
+def for_steps(name: str) -> str:
+    """The name under which :func:`render` writes dialect ``name``'s SQL for a runner that runs a statement
+    of more than :attr:`Dialect.step_ctes` CTEs in steps (recsql/engines/steps.py): without the
+    :attr:`Dialect.whole` transforms. ``name`` itself where there are none. Not a dialect a user names:
+    :func:`dialect` refuses it."""
+    return name + STEPS if name + STEPS in _FOR_STEPS else name
+
+
+def spec(name: str) -> Dialect:
+    """What :func:`render` writes for ``name``: :func:`dialect`'s, and the names :func:`for_steps` gives."""
+    return _FOR_STEPS.get(name) or dialect(name)
+
+
 def dialect(name: str) -> Dialect:
     """The :class:`Dialect` for a name or alias; a clear error for anything else."""
     key = ALIASES.get(name.lower(), name.lower())
@@ -282,17 +310,17 @@ def dialect(name: str) -> Dialect:
 def render(statement: exp.Expression, name: str, *, pretty: bool = True, copy: bool = True) -> str:
     """SQL text of ``statement`` for dialect ``name``; raises when sqlglot cannot express a part.
     ``copy=False``: the caller gives up ``statement`` (rendering changes it), sparing a copy of the tree."""
-    spec = dialect(name)
-    tree = _native_window_nulls(statement.copy() if copy else statement, spec.sqlglot)
-    for transform in spec.transforms:
+    target = spec(name)
+    tree = _native_window_nulls(statement.copy() if copy else statement, target.sqlglot)
+    for transform in (*target.transforms, *target.whole):
         tree = transform(tree)
-    if spec.session:
-        tree = _session_line(tree, spec)
+    if target.session:
+        tree = _session_line(tree, target)
     try:
-        return tree.sql(dialect=spec.sqlglot, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE,
+        return tree.sql(dialect=target.sqlglot, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE,
                         copy=False)  # the tree is this call's own: sqlglot need not copy it again
     except sqlglot.errors.UnsupportedError as err:
-        raise RecsqlError(f"the query cannot be written in {spec.name}: {err}") from None
+        raise RecsqlError(f"the query cannot be written in {target.name.removesuffix(STEPS)}: {err}") from None
     except RecursionError:
-        raise RecsqlError(f"the query cannot be written in {spec.name}: it is nested too deeply for sqlglot to "
+        raise RecsqlError(f"the query cannot be written in {target.name.removesuffix(STEPS)}: it is nested too deeply for sqlglot to "
                           "write; ask for fewer metrics at a time") from None

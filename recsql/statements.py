@@ -57,7 +57,7 @@ from sqlglot import exp
 from .compose import Plan, finalize
 from .compose.plan import statement_key
 from .compose.readable import readable_statement
-from .dialects import dialect as get_dialect, render
+from .dialects import render, spec
 from .metrics import Metric
 from .templates import sql_dir
 from .trees import quoted_name, relation_text  # noqa: F401 - quoted_name: statements.quoted_name, as before
@@ -82,7 +82,7 @@ def _relation_text(relation: exp.Expression, dialect_name: str, pretty: bool) ->
     quick = relation_text(relation, pretty) if dialect_name == "duckdb" else None
     if quick is not None:
         return quick
-    return relation.sql(dialect=get_dialect(dialect_name).sqlglot, pretty=pretty)
+    return relation.sql(dialect=spec(dialect_name).sqlglot, pretty=pretty)
 
 
 # ---------------------------------------------------------------- the statements kept on disk
@@ -242,7 +242,7 @@ def _placeholders(roles: Sequence[str]) -> dict[str, exp.Table]:
 
 def _split(sql: str, placeholders: dict[str, exp.Table], dialect_name: str) -> tuple[list[str], list[str]]:
     """``sql`` split at the placeholder tables: (texts between them, the role of each placeholder)."""
-    spelled = {placeholder.sql(dialect=get_dialect(dialect_name).sqlglot): role
+    spelled = {placeholder.sql(dialect=spec(dialect_name).sqlglot): role
                for role, placeholder in placeholders.items()}
     pattern = re.compile("|".join(re.escape(s) for s in sorted(spelled, key=len, reverse=True)))
     texts, order, start = [], [], 0

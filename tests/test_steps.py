@@ -10,6 +10,8 @@ from contextlib import ExitStack
 import numpy as np
 import pandas as pd
 import pytest
+import sqlglot
+from hypothesis import given, settings, strategies as st
 from sqlglot import exp
 
 import recsql
@@ -167,3 +169,48 @@ def test_compare_runs_its_statement_in_steps_exactly_when_it_has_global_metrics_
             assert len(split_statements) - before == (name != "duckdb" and "coverage@2" in metrics)
     want = recsql.compare(recs, truth, ["coverage@2", "ndcg@2"], **options)  # DuckDB, one statement
     assert got[("coverage@2", "ndcg@2")].runs["mean"].tolist() == pytest.approx(want.runs["mean"].tolist(), abs=1e-12)
+
+
+@st.composite
+def _statements(draw):
+    """A statement of 1 to 40 CTEs, each a one-row number computed from 0 to 2 CTEs before it (the same one
+    twice, or one read by several: shared), the final SELECT over 1 to 3 of them, and a limit of CTEs per step."""
+    count = draw(st.integers(1, 40))
+    ctes = []
+    for i in range(count):
+        reads = draw(st.lists(st.integers(0, i - 1), max_size=2)) if i else []
+        terms = " + ".join(f"{2 + j} * r{j}.x" for j in range(len(reads))) or str(i)
+        source = ", ".join(f"c{read} AS r{j}" for j, read in enumerate(reads))
+        ctes.append(f"c{i} AS (SELECT {i} + {terms} AS x" + (f" FROM {source})" if source else ")"))
+    final = sorted(set(draw(st.lists(st.integers(0, count - 1), min_size=1, max_size=3))))
+    sql = (f"WITH {', '.join(ctes)} SELECT {' + '.join(f'f{i}.x' for i in range(len(final)))} AS total "
+           f"FROM {', '.join(f'c{read} AS f{i}' for i, read in enumerate(final))}")
+    return sql, draw(st.integers(1, 6))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_statements())
+def test_no_step_holds_more_ctes_than_the_limit_and_the_rows_are_the_whole_statements(case):
+    """split with a limit of CTEs per statement (MariaDB's 64, recsql/dialects.py): every step and the final
+    statement hold at most that many, and running the steps as tables gives the whole statement's row (on DuckDB);
+    a chain longer than the limit is cut into steps."""
+    import duckdb
+    sql, limit = case
+    steps, final = split(sql, "duckdb", "t", limit)
+    for text in [*(body for _, body in steps), final]:
+        found = sqlglot.parse_one(text, read="duckdb").args.get("with_")
+        assert len(found.expressions if found else []) <= limit, text
+    con = duckdb.connect()
+    for name, body in steps:
+        con.execute(f'CREATE TEMP TABLE "{name}" AS {body}')
+    assert con.execute(final).fetchall() == duckdb.connect().execute(sql).fetchall()
+
+
+def test_a_chain_longer_than_the_limit_is_cut_every_limit_ctes():
+    chain = ", ".join(["c0 AS (SELECT 1 AS x)", *(f"c{i} AS (SELECT x + 1 AS x FROM c{i - 1})" for i in range(1, 10))])
+    steps, final = split(f"WITH {chain} SELECT x FROM c9", "duckdb", "t", 3)
+    assert [name for name, _ in steps] == ["t_0", "t_1"]  # c3, carrying c0..c2, and c7, carrying c4..c6
+    assert steps[1][1] == ('WITH c4 AS (SELECT x + 1 AS x FROM "t_0" AS c3), c5 AS (SELECT x + 1 AS x FROM c4), '
+                           'c6 AS (SELECT x + 1 AS x FROM c5) SELECT x + 1 AS x FROM c6')
+    assert final == ('WITH c8 AS (SELECT x + 1 AS x FROM "t_1" AS c7), c9 AS (SELECT x + 1 AS x FROM c8) '
+                     'SELECT x FROM c9')

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import recsql
+from recsql.engines.mysql import MySQLRunner
 from support.capabilities import engines_with
 from support.engines import start
 
@@ -275,23 +276,67 @@ def test_rendered_sql_advises_the_settings_recsql_runs_with():
     assert "before running it" not in recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="postgres")
 
 
-def test_mariadb_runs_the_largest_intent_aware_cutoff_recsql_writes_for_it():
-    """alpha_ndcg@62 alone nests 64 SELECTs once its greedy steps past MariaDB's 64 CTEs are inlined, the
-    most MariaDB runs (tests/test_dialects.py: @63 is refused before it reaches the server); it runs, with
-    DuckDB's numbers."""
+def _intent_case():
     recs = pd.DataFrame({"user_id": [1] * 4 + [2] * 3, "item_id": [1, 2, 3, 4, 1, 5, 6],
                          "score": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]})
-    truth = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [1, 3, 5]})
+    truth = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [1, 3, 5], "relevance": [1.0, 1.0, 1.0]})
     intents = pd.DataFrame({"user_id": [1, 1, 1, 2, 2], "item_id": [1, 3, 3, 5, 6], "intent": ["a", "a", "b", "a", "b"],
                             "relevance": [1.0, 1.0, 1.0, 1.0, 1.0]})
+    return recs, truth, intents
+
+
+def test_mariadb_runs_the_largest_intent_aware_cutoff_recsql_writes_for_it_as_one_statement():
+    """alpha_ndcg@62 alone nests 64 SELECTs once its greedy steps past MariaDB's 64 CTEs are inlined, the
+    most MariaDB runs (tests/test_dialects.py: @63 is refused before it reaches the server); to_sql's one
+    statement runs there, with DuckDB's numbers."""
+    recs, truth, intents = _intent_case()
     want = recsql.evaluate(recs, truth, ["alpha_ndcg@62"], intents=intents).per_user
     with ExitStack() as stack:
         engine = start("mysql", stack)
         names = {role: engine.load(frame) for role, frame in (("recs", recs), ("truth", truth), ("intents", intents))}
-        got = recsql.evaluate(names["recs"], names["truth"], ["alpha_ndcg@62"], con=engine.con,
-                              intents=names["intents"]).per_user
-    assert got["alpha_ndcg@62"].tolist() == pytest.approx(want["alpha_ndcg@62"].tolist(), rel=1e-12)
+        sql = recsql.to_sql(names["recs"], names["truth"], ["alpha_ndcg@62"], dialect="mysql", output="per_user",
+                            intents=names["intents"])
+        assert sql.count(" AS (") <= 64  # one statement MariaDB holds: never run in steps
+        cursor = engine.con.cursor()
+        cursor.execute(sql)
+        got = dict(cursor.fetchall())
+    assert [got[user] for user in want["user_id"]] == pytest.approx(want["alpha_ndcg@62"].tolist(), rel=1e-12)
     assert 0 < want["alpha_ndcg@62"].min() < want["alpha_ndcg@62"].max() < 1
+
+
+def test_mariadb_runs_the_intent_aware_metrics_at_100_in_steps_with_duckdbs_numbers(monkeypatch):
+    """At @100 the greedy ideal list is 101 CTEs, which one MariaDB statement cannot hold (to_sql refuses:
+    tests/test_dialects.py); evaluate and compare on a MariaDB connection run it in steps (recsql/engines/steps.py,
+    none holding more than 64 CTEs), with DuckDB's per-user values and intervals, and leave no table behind."""
+    recs, truth, intents = _intent_case()
+    asked = ["alpha_ndcg@100", "nerr_ia@100", "nnrbp@100", "ndcg@100"]
+    runs = pd.concat([recs.assign(model="a"), recs.assign(model="b", score=-recs["score"])], ignore_index=True)
+    want = recsql.evaluate(recs, truth, asked, intents=intents).per_user
+    want_compare = recsql.compare(runs, truth, asked, run_cols="model", intents=intents, resamples=50, seed=3)
+    made: list[tuple[str, str]] = []  # the steps' tables and their SELECTs, recorded as MariaDB makes them
+    materialize = MySQLRunner.materialize
+    monkeypatch.setattr(MySQLRunner, "materialize", lambda runner, name, sql: (made.append((name, sql)),
+                                                                                 materialize(runner, name, sql)))
+    with ExitStack() as stack:
+        engine = start("mysql", stack)
+        names = {role: engine.load(frame) for role, frame in (("recs", recs), ("truth", truth), ("intents", intents),
+                                                             ("runs", runs))}
+        got = recsql.evaluate(names["recs"], names["truth"], asked, con=engine.con, intents=names["intents"]).per_user
+        evaluated = len(made)
+        got_compare = recsql.compare(names["runs"], names["truth"], asked, run_cols="model", con=engine.con,
+                                     intents=names["intents"], resamples=50, seed=3)
+        assert 0 < evaluated < len(made)
+        assert all(sql.count(" AS (") <= 64 for _, sql in made)
+        cursor = engine.con.cursor()
+        for name, _ in made:  # each dropped (MariaDB lists no temporary table anywhere): reading it fails
+            with pytest.raises(Exception, match="doesn't exist"):
+                cursor.execute(f"SELECT 1 FROM `{name}`")
+    for name in asked:
+        assert got[name].tolist() == pytest.approx(want[name].tolist(), rel=1e-12), name
+    assert 0 < want["alpha_ndcg@100"].min() < 1
+    for mine, theirs in ((got_compare.runs, want_compare.runs), (got_compare.tests, want_compare.tests)):
+        assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs) > 0
+        pd.testing.assert_frame_equal(mine, theirs, rtol=1e-12, check_dtype=False)
 
 
 @pytest.mark.parametrize("name", ["sqlite", "postgres", "mysql"])

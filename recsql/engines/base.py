@@ -4,6 +4,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from ..dialects import for_steps
 from ..errors import RecsqlError
 from ..sources import Source
 
@@ -54,6 +55,13 @@ class Runner:
 
     # ------------------------------------------------------------ a long statement in steps (engines/steps.py)
     in_steps = False  # does compare's statement with global metrics run here one CTE at a time?
+
+    @property
+    def statement_dialect(self) -> str:
+        """The dialect evaluate's and compare's statements are rendered for: :attr:`dialect`, without its
+        whole-statement limits where this runner runs a statement in steps (:func:`recsql.dialects.for_steps`:
+        on MariaDB a statement of more than 64 CTEs runs in steps, where one statement would nest too deeply)."""
+        return for_steps(self.dialect) if self.in_steps else self.dialect
 
     def materialize(self, name: str, sql: str) -> None:
         """Make ``sql``'s rows the session's temporary table ``name`` (engines that run :attr:`in_steps`)."""

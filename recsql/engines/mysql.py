@@ -12,6 +12,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from ..dialects import dialect
+from . import steps
 from .base import DBAPIRunner
 
 # MySQL protocol column type codes -> names (the families recsql/validate.py tells apart)
@@ -42,6 +43,11 @@ class MySQLRunner(DBAPIRunner):
         return lambda cursor: self.con.rollback()
 
     def fetch(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql``; on MariaDB a statement of more CTEs than one statement holds (rendered for
+        :attr:`statement_dialect`) in steps, each of at most that many."""
+        limit = dialect(self.dialect).step_ctes
+        if self._mariadb and sql.count(" AS (") > limit and steps.ctes(sql, self.dialect) > limit:
+            return steps.fetch_in_steps(self, sql)
         with self.settings_applied():
             return super().fetch(sql)
 

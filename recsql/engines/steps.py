@@ -34,11 +34,13 @@ if TYPE_CHECKING:
     from .base import Runner
 
 
-def split(sql: str, dialect: str, prefix: str) -> tuple[list[tuple[str, str]], str]:
+def split(sql: str, dialect: str, prefix: str, max_ctes: int = 0) -> tuple[list[tuple[str, str]], str]:
     """``sql``'s steps as (table name, ``SELECT`` text), in order, and the final statement over their tables.
     A CTE read more than once is a step; one read once stays a CTE of the step (or the final statement) that
     reads it, with the CTEs read once that it reads in turn, so each step is a job of its own only where the
-    engine would compute it again; a CTE read by nothing is left out, as the engine leaves it uncomputed."""
+    engine would compute it again; a CTE read by nothing is left out, as the engine leaves it uncomputed.
+    ``max_ctes`` (0: no limit): the most CTEs a step or the final statement may hold; more CTEs read once are
+    made steps where needed (:func:`_cuts`)."""
     tree = sqlglot.parse_one(sql, read=dialect)
     with_ = tree.args.get("with_")
     if with_ is None or with_.args.get("recursive"):
@@ -53,7 +55,10 @@ def split(sql: str, dialect: str, prefix: str) -> tuple[list[tuple[str, str]], s
         return [t.name.lower() for t in node.find_all(exp.Table) if not t.args.get("db") and t.name.lower() in ctes]
 
     readers = Counter(name for node in [*(cte.this for cte in ctes.values()), tree] for name in read(node))
-    tables = {name: f"{prefix}_{i}" for i, name in enumerate(n for n in ctes if readers[n] > 1)}
+    shared = {name for name in ctes if readers[name] > 1}
+    if max_ctes:
+        shared |= _cuts({name: set(read(cte.this)) for name, cte in ctes.items()}, set(read(tree)), shared, max_ctes)
+    tables = {name: f"{prefix}_{i}" for i, name in enumerate(n for n in ctes if n in shared)}
 
     def to_step(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Table) and not node.args.get("db") and node.name.lower() in tables:
@@ -89,10 +94,42 @@ def split(sql: str, dialect: str, prefix: str) -> tuple[list[tuple[str, str]], s
     return steps, with_inlined(tree).sql(dialect=dialect)
 
 
+def _cuts(reads: dict[str, set[str]], final: set[str], shared: set[str], limit: int) -> set[str]:
+    """The CTEs read once to make steps too, so that no step and not the final statement holds more than
+    ``limit`` CTEs. ``reads``: each CTE's (in the statement's order, a CTE reading only those before it) the
+    CTEs it reads; ``final``: those the final statement reads; ``shared``: those already steps. A CTE read
+    once is carried by its one reader, with those it carries in turn; where a reader would carry more than
+    ``limit``, the CTEs it reads that carry most are made steps first (the greedy ideal list of the
+    intent-aware metrics, one CTE per position reading the one before, is cut every ``limit`` positions)."""
+    carried: dict[str, int] = {}  # a CTE read once: itself and the CTEs it carries
+    cut: set[str] = set()
+
+    def carry(names: set[str]) -> int:
+        kept = sorted(name for name in names if name not in shared)
+        while sum(carried[name] for name in kept) > limit:
+            largest = max(kept, key=lambda name: (carried[name], name))
+            cut.add(largest)
+            kept.remove(largest)
+        return sum(carried[name] for name in kept)
+
+    for name, read in reads.items():
+        carried[name] = 1 + carry(read)  # made a step later (by its reader), its own step holds carry(read)
+    carry(final)
+    return cut
+
+
+def ctes(sql: str, dialect: str) -> int:
+    """How many CTEs the top-level ``WITH`` of ``sql`` (in recsql's ``dialect``) has."""
+    with_ = sqlglot.parse_one(sql, read=dialect_spec(dialect).sqlglot).args.get("with_")
+    return len(with_.expressions) if with_ else 0
+
+
 def fetch_in_steps(runner: "Runner", sql: str):
     """``sql``'s rows, its CTEs made the session's temporary tables one by one (:meth:`Runner.materialize`) and
-    dropped afterwards (:meth:`Runner.release`), also after a failure."""
-    steps, final = split(sql, dialect_spec(runner.dialect).sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}")
+    dropped afterwards (:meth:`Runner.release`), also after a failure; no step holds more CTEs than the
+    runner's dialect lets one statement hold (:attr:`recsql.dialects.Dialect.step_ctes`)."""
+    spec = dialect_spec(runner.dialect)
+    steps, final = split(sql, spec.sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}", spec.step_ctes)
     made: list[str] = []
     try:
         for name, body in steps:
