@@ -202,6 +202,7 @@ class Dialect:
     # :func:`for_steps`, for a runner that runs a statement of more than ``step_ctes`` CTEs in steps
     whole: tuple[Transform, ...] = field(default=())
     step_ctes: int = 0  # the most CTEs one statement may hold (0: no limit)
+    step_depth: int = 0  # the most SELECTs one statement may nest, counted through its CTEs (0: no limit)
     note: str = ""
     # What a session running the rendered SQL should set first, each (name, value): recsql's own runners
     # set them for the query alone (recsql/engines/mysql.py, recsql/engines/datafusion.py), and the header
@@ -232,7 +233,11 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("duckdb", "duckdb", executed="DuckDB", topk="duckdb", collation='"binary"',
             inline=("truth_in", "logs_in", "reward_model_in", "ranked", "stacked"),
             transforms=(_duckdb_exact_sums,)),
-    Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)", collation='"BINARY"'),
+    # step_depth: SQLite writes out each CTE where it is read and counts the SELECTs that nests against its
+    # expression depth limit (1,000): alpha_ndcg@46 alone (195 SELECTs nested through its CTEs) ran, @48
+    # (203) failed with "Expression tree is too large"; its runner runs a statement nesting more than this
+    # in steps (recsql/engines/steps.py; every metric at @100 but the intent-aware ones nests 15)
+    Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)", collation='"BINARY"', step_depth=128),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
             whole=(_mariadb_with_limit,), step_ctes=MARIADB_WITH_ELEMENTS,
@@ -250,9 +255,23 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
                                              "the default join_cache_level 2 a large evaluation takes minutes "
                                              "instead of seconds; MySQL 8 has hash joins of its own and recsql "
                                              "sets nothing there"),
-    Dialect("spark", "spark", executed="Apache Spark (pyspark, local mode)"),
-    Dialect("clickhouse", "clickhouse", executed="ClickHouse (chdb)", transforms=(_clickhouse_settings,)),
-    Dialect("datafusion", "postgres", executed="Apache DataFusion", transforms=(_crossed_first,),
+    # Spark's analyser resolves nested SELECTs a level per pass, at most 100 passes: alpha_ndcg@10 alone (51
+    # SELECTs nested through its CTEs) ran, @15 (71) failed with "Max iterations (100) reached for batch
+    # Resolution"
+    Dialect("spark", "spark", executed="Apache Spark (pyspark, local mode)", step_depth=40),
+    Dialect("clickhouse", "clickhouse", executed="ClickHouse (chdb)", transforms=(_clickhouse_settings,),
+            # every metric at @100 (benchmarks/engines.py, 64 metrics) is a statement of 277 KB, more than the
+            # 256 KB ClickHouse parses by default ("Max query size exceeded")
+            settings=(("max_query_size", str(16 << 20)),),
+            # ClickHouse writes out each CTE where it is read and nests at most 100 subqueries: alpha_ndcg@20
+            # alone (91 SELECTs nested through its CTEs) ran, @23 (103) failed with "Too deep subqueries"
+            step_depth=64,
+            set_why="the statement with many metrics is longer than the 256 KB ClickHouse parses by default"),
+    # step_depth: DataFusion runs all of a plan's sorts at once, each with its own memory reservation: the
+    # intent-aware metrics at @100 on MovieLens-100K-shaped data (a greedy ideal list of 101 CTEs, three
+    # windows each, 419 SELECTs nested through them) failed in 3 s in a 4 GB pool ("Not enough memory to
+    # continue external sort")
+    Dialect("datafusion", "postgres", executed="Apache DataFusion", transforms=(_crossed_first,), step_depth=64,
             note="sqlglot has no DataFusion writer; its PostgreSQL SQL runs there unchanged",
             # DataFusion runs all of a plan's joins together and does not share a CTE read twice: every metric
             # at k = 100 on MovieLens-100K-shaped data (benchmarks/engines.py) peaked at 6.0 GB with hash joins

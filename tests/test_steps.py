@@ -17,7 +17,7 @@ from sqlglot import exp
 import recsql
 from recsql.dialects import dialect
 from recsql.engines import runner_for
-from recsql.engines.steps import fetch_in_steps, split
+from recsql.engines.steps import fetch_in_steps, nesting, split
 from recsql.errors import RecsqlError
 from support.engines import start
 
@@ -189,24 +189,32 @@ def _statements(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(_statements())
-def test_no_step_holds_more_ctes_than_the_limit_and_the_rows_are_the_whole_statements(case):
-    """split with a limit of CTEs per statement (MariaDB's 64, recsql/dialects.py): every step and the final
-    statement hold at most that many, and running the steps as tables gives the whole statement's row (on DuckDB);
-    a chain longer than the limit is cut into steps."""
+@given(_statements(), st.booleans())
+def test_no_step_holds_more_ctes_or_nests_more_selects_than_the_limit_and_the_rows_are_the_whole_statements(
+        case, deep):
+    """split with a limit of CTEs per statement (MariaDB's 64) or of SELECTs nested through the CTEs (SQLite's
+    128, ClickHouse's 64, Spark's 40: recsql/dialects.py): every step and the final statement keep to it, and
+    running the steps as tables gives the whole statement's row (on DuckDB)."""
     import duckdb
     sql, limit = case
-    steps, final = split(sql, "duckdb", "t", limit)
+    steps, final = split(sql, "duckdb", "t", 0 if deep else limit, limit if deep else 0)
     for text in [*(body for _, body in steps), final]:
         found = sqlglot.parse_one(text, read="duckdb").args.get("with_")
-        assert len(found.expressions if found else []) <= limit, text
+        if deep:
+            tree = sqlglot.parse_one(text, read="duckdb")
+            nested: dict[str, int] = {}
+            for cte in found.expressions if found else []:
+                nested[cte.alias] = nesting(cte.this, nested)[0]
+            assert nesting(tree, nested)[0] <= limit, text
+        else:
+            assert len(found.expressions if found else []) <= limit, text
     con = duckdb.connect()
     for name, body in steps:
         con.execute(f'CREATE TEMP TABLE "{name}" AS {body}')
     assert con.execute(final).fetchall() == duckdb.connect().execute(sql).fetchall()
 
 
-def test_a_chain_longer_than_the_limit_is_cut_every_limit_ctes():
+def test_a_chain_longer_than_the_limit_is_cut_into_pieces_within_it():
     chain = ", ".join(["c0 AS (SELECT 1 AS x)", *(f"c{i} AS (SELECT x + 1 AS x FROM c{i - 1})" for i in range(1, 10))])
     steps, final = split(f"WITH {chain} SELECT x FROM c9", "duckdb", "t", 3)
     assert [name for name, _ in steps] == ["t_0", "t_1"]  # c3, carrying c0..c2, and c7, carrying c4..c6
@@ -214,3 +222,8 @@ def test_a_chain_longer_than_the_limit_is_cut_every_limit_ctes():
                            'c6 AS (SELECT x + 1 AS x FROM c5) SELECT x + 1 AS x FROM c6')
     assert final == ('WITH c8 AS (SELECT x + 1 AS x FROM "t_1" AS c7), c9 AS (SELECT x + 1 AS x FROM c8) '
                      'SELECT x FROM c9')
+    steps, final = split(f"WITH {chain} SELECT x FROM c9", "duckdb", "t", 0, 3)  # at most 3 nested SELECTs
+    assert [name for name, _ in steps] == ["t_0", "t_1", "t_2"]  # c2 (nesting c0, c1 and itself), c5, c8
+    assert steps[0][1] == ("WITH c0 AS (SELECT 1 AS x), c1 AS (SELECT x + 1 AS x FROM c0) "
+                           "SELECT x + 1 AS x FROM c1")
+    assert final == 'WITH c9 AS (SELECT x + 1 AS x FROM "t_2" AS c8) SELECT x FROM c9'

@@ -126,7 +126,9 @@ class Runner:
     def failed(self, error: Exception) -> RecsqlError:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return RecsqlError(f"the evaluation query failed on {self.name}: {first}. "
-                           "Check the input columns' contents (ids, scores, relevance)")
+                           "Check the input columns' contents (ids, scores, relevance); where they are as the "
+                           "input guide describes, this is a limit of the engine's: ask for fewer metrics at a "
+                           "time, or evaluate on DuckDB")
 
 
 def frame_from_cursor(cursor: Any) -> pd.DataFrame:

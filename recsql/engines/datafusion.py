@@ -6,6 +6,7 @@ import pandas as pd
 
 from ..dialects import dialect
 from ..sources import Source
+from . import steps
 from .base import Runner
 
 
@@ -36,6 +37,10 @@ class DataFusionRunner(Runner):
         self.con.deregister_table(name)
 
     def fetch(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql``; one nesting more SELECTs through its CTEs than DataFusion holds the sorts of at
+        once (recsql/dialects.py: the intent-aware metrics' greedy ideal list) in steps (recsql/engines/steps.py)."""
+        if steps.too_large(sql, self.dialect):
+            return steps.fetch_in_steps(self, sql)
         try:
             with self.settings_applied():
                 return self.con.sql(sql).to_pandas()

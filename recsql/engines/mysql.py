@@ -45,8 +45,7 @@ class MySQLRunner(DBAPIRunner):
     def fetch(self, sql: str) -> pd.DataFrame:
         """The rows of ``sql``; on MariaDB a statement of more CTEs than one statement holds (rendered for
         :attr:`statement_dialect`) in steps, each of at most that many."""
-        limit = dialect(self.dialect).step_ctes
-        if self._mariadb and sql.count(" AS (") > limit and steps.ctes(sql, self.dialect) > limit:
+        if self._mariadb and steps.too_large(sql, self.dialect):
             return steps.fetch_in_steps(self, sql)
         with self.settings_applied():
             return super().fetch(sql)

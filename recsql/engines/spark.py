@@ -9,7 +9,9 @@ import pandas as pd
 import pyarrow as pa
 from sqlglot import exp
 
+from ..errors import RecsqlError
 from ..sources import Source
+from . import steps
 from .base import Runner
 
 
@@ -59,13 +61,26 @@ class SparkRunner(Runner):
 
     def fetch(self, sql: str) -> pa.Table | pd.DataFrame:
         """The rows as Arrow where PySpark can (``DataFrame.toArrow``, PySpark 4): no row-by-row
-        conversion through Python objects, which took a second of a 10M-row evaluation's 100k users."""
+        conversion through Python objects, which took a second of a 10M-row evaluation's 100k users. A statement
+        holding a longer chain of CTEs than Spark's analyser resolves (recsql/dialects.py: the intent-aware
+        metrics' greedy ideal list past @10) runs in steps (recsql/engines/steps.py)."""
+        if steps.too_large(sql, self.dialect):
+            return steps.fetch_in_steps(self, sql)
         try:
             frame = self.con.sql(sql)
             to_arrow = getattr(frame, "toArrow", None)
             return to_arrow() if to_arrow else frame.toPandas()
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
+
+
+    def failed(self, error: Exception) -> RecsqlError:
+        """The Java exception's own message, not PySpark's first line ("An error occurred while calling o34.sql.")."""
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        java = next((line.lstrip(": ") for line in lines if line.startswith(": ")), None)
+        if java is None or not lines[0].startswith("An error occurred while calling"):
+            return super().failed(error)
+        return super().failed(RuntimeError(java))
 
 
 def _checkpointed(rows: Any) -> Any:

@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from ..errors import RecsqlError
 from ..sources import Source
+from . import steps
 from .base import Runner, frame_from_cursor
 
 
@@ -75,10 +76,25 @@ class SQLiteRunner(Runner):
             return {}
 
     def fetch(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql``; one holding a longer chain of CTEs than SQLite nests (recsql/dialects.py: the
+        intent-aware metrics' greedy ideal list past @46) in steps (recsql/engines/steps.py)."""
+        if steps.too_large(sql, self.dialect):
+            return steps.fetch_in_steps(self, sql)
         try:
             return frame_from_cursor(self.con.execute(sql))
         except sqlite3.Error as err:
             raise self.failed(err) from None
+
+    def materialize(self, name: str, sql: str) -> None:
+        """A ``TEMP`` table: in the connection's temporary database, never in a database file of the user's
+        (a read-only connection makes one too)."""
+        try:
+            self.con.execute(f"CREATE TEMP TABLE {_quoted(name)} AS {sql}")
+        except sqlite3.Error as err:
+            raise self.failed(err) from None
+
+    def release(self, name: str) -> None:
+        self.con.execute(f"DROP TABLE IF EXISTS temp.{_quoted(name)}")
 
 
 _CLASSES = ("integer", "real", "text", "blob")  # SQLite's storage classes besides null

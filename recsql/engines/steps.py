@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import sqlglot
 from sqlglot import exp
@@ -34,13 +34,15 @@ if TYPE_CHECKING:
     from .base import Runner
 
 
-def split(sql: str, dialect: str, prefix: str, max_ctes: int = 0) -> tuple[list[tuple[str, str]], str]:
+def split(sql: str, dialect: str, prefix: str, max_ctes: int = 0,
+          max_depth: int = 0) -> tuple[list[tuple[str, str]], str]:
     """``sql``'s steps as (table name, ``SELECT`` text), in order, and the final statement over their tables.
     A CTE read more than once is a step; one read once stays a CTE of the step (or the final statement) that
     reads it, with the CTEs read once that it reads in turn, so each step is a job of its own only where the
     engine would compute it again; a CTE read by nothing is left out, as the engine leaves it uncomputed.
-    ``max_ctes`` (0: no limit): the most CTEs a step or the final statement may hold; more CTEs read once are
-    made steps where needed (:func:`_cuts`)."""
+    ``max_ctes`` (0: no limit): the most CTEs a step or the final statement may hold; ``max_depth`` (0: no
+    limit): the most SELECTs one may nest, counted through the CTEs it holds (an engine that writes each CTE
+    out where it is read nests them so). More CTEs read once are made steps where needed (:func:`_cuts`)."""
     tree = sqlglot.parse_one(sql, read=dialect)
     with_ = tree.args.get("with_")
     if with_ is None or with_.args.get("recursive"):
@@ -56,8 +58,11 @@ def split(sql: str, dialect: str, prefix: str, max_ctes: int = 0) -> tuple[list[
 
     readers = Counter(name for node in [*(cte.this for cte in ctes.values()), tree] for name in read(node))
     shared = {name for name in ctes if readers[name] > 1}
-    if max_ctes:
-        shared |= _cuts({name: set(read(cte.this)) for name, cte in ctes.items()}, set(read(tree)), shared, max_ctes)
+    bodies = {name: cte.this for name, cte in ctes.items()}
+    reads = {"": set(read(tree)), **{name: set(read(body)) for name, body in bodies.items()}}
+    for limit, measure in ((max_ctes, _count), (max_depth, nesting)):
+        if limit:
+            shared |= _cuts(bodies, reads, tree, shared, limit, measure)
     tables = {name: f"{prefix}_{i}" for i, name in enumerate(n for n in ctes if n in shared)}
 
     def to_step(node: exp.Expression) -> exp.Expression:
@@ -94,42 +99,88 @@ def split(sql: str, dialect: str, prefix: str, max_ctes: int = 0) -> tuple[list[
     return steps, with_inlined(tree).sql(dialect=dialect)
 
 
-def _cuts(reads: dict[str, set[str]], final: set[str], shared: set[str], limit: int) -> set[str]:
-    """The CTEs read once to make steps too, so that no step and not the final statement holds more than
-    ``limit`` CTEs. ``reads``: each CTE's (in the statement's order, a CTE reading only those before it) the
-    CTEs it reads; ``final``: those the final statement reads; ``shared``: those already steps. A CTE read
-    once is carried by its one reader, with those it carries in turn; where a reader would carry more than
-    ``limit``, the CTEs it reads that carry most are made steps first (the greedy ideal list of the
-    intent-aware metrics, one CTE per position reading the one before, is cut every ``limit`` positions)."""
-    carried: dict[str, int] = {}  # a CTE read once: itself and the CTEs it carries
+Measure = Callable[[exp.Expression, "dict[str, int]"], "tuple[int, int]"]
+
+
+def _count(body: exp.Expression, kept: dict[str, int]) -> tuple[int, int]:
+    """A step's measure in CTEs: those it holds (the CTEs read once it carries), and, carried by a reader, those
+    and itself."""
+    held = sum(kept.values())
+    return held, held + 1
+
+
+def nesting(body: exp.Expression, kept: dict[str, int]) -> tuple[int, int]:
+    """A step's measure in SELECTs nested one in another, through the CTEs it carries (``kept``: each one's own
+    nesting, counted where it is read), walked without recursion; the same carried by a reader."""
+    deepest, stack = 0, [(body, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, exp.Select):
+            depth += 1
+        elif isinstance(node, exp.Table) and not node.args.get("db"):
+            depth += kept.get(node.name.lower(), 0)
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in node.iter_expressions() if not isinstance(child, exp.With))
+    return deepest, deepest
+
+
+def _cuts(bodies: dict[str, exp.Expression], reads: dict[str, set[str]], final: exp.Expression,
+          shared: set[str], limit: int, measure: Measure) -> set[str]:
+    """The CTEs read once to make steps too, so that no step and not the final statement measures more than
+    ``limit`` (:func:`_count`: the CTEs it holds; :func:`nesting`: the SELECTs it nests through them).
+    ``bodies``: each CTE's query, in the statement's order (a CTE reads only those before it); ``reads``: the
+    CTEs each reads, and under ``""`` those ``final`` (the statement without its WITH) reads; ``shared``: those
+    already steps. A CTE read once is carried by its one reader, with those it carries in turn; where a
+    reader would measure more than ``limit``, the CTEs it reads that carry most are made steps first (the
+    greedy ideal list of the intent-aware metrics, one CTE per position reading the one before, is cut into
+    pieces within ``limit``)."""
+    carried: dict[str, int] = {}  # a CTE read once: its measure where its reader reads it
     cut: set[str] = set()
 
-    def carry(names: set[str]) -> int:
-        kept = sorted(name for name in names if name not in shared)
-        while sum(carried[name] for name in kept) > limit:
-            largest = max(kept, key=lambda name: (carried[name], name))
+    def settle(body: exp.Expression, names: set[str]) -> int:
+        kept = {name: carried[name] for name in sorted(names) if name not in shared}
+        while True:
+            held, carry = measure(body, kept)
+            if held <= limit or not kept:
+                return carry
+            largest = max(kept, key=lambda name: (kept[name], name))
             cut.add(largest)
-            kept.remove(largest)
-        return sum(carried[name] for name in kept)
+            del kept[largest]
 
-    for name, read in reads.items():
-        carried[name] = 1 + carry(read)  # made a step later (by its reader), its own step holds carry(read)
-    carry(final)
+    for name, body in bodies.items():
+        carried[name] = settle(body, reads[name])  # if its reader makes it a step, the step measures the same
+    settle(final, reads[""])
     return cut
 
 
-def ctes(sql: str, dialect: str) -> int:
-    """How many CTEs the top-level ``WITH`` of ``sql`` (in recsql's ``dialect``) has."""
-    with_ = sqlglot.parse_one(sql, read=dialect_spec(dialect).sqlglot).args.get("with_")
-    return len(with_.expressions) if with_ else 0
+def too_large(sql: str, dialect: str) -> bool:
+    """Whether ``sql`` (in recsql's ``dialect``) holds more CTEs, or nests more SELECTs through its CTEs, than
+    one statement may there (:attr:`recsql.dialects.Dialect.step_ctes`, ``step_depth``), so that the
+    dialect's runner runs it in steps. Parsed only where its text could be: a CTE holds a SELECT, and a path of
+    nested SELECTs passes each once, so a text of no more ``SELECT`` than the limits is within them."""
+    spec = dialect_spec(dialect)
+    limits = [limit for limit in (spec.step_ctes, spec.step_depth) if limit]
+    if not limits or sql.count("SELECT") <= min(limits):
+        return False
+    tree = sqlglot.parse_one(sql, read=spec.sqlglot)
+    with_ = tree.args.get("with_")
+    if with_ is None:
+        return False
+    if spec.step_ctes and len(with_.expressions) > spec.step_ctes:
+        return True
+    nested: dict[str, int] = {}
+    for cte in with_.expressions:
+        nested[cte.alias_or_name.lower()] = nesting(cte.this, nested)[0]
+    return bool(spec.step_depth) and nesting(tree, nested)[0] > spec.step_depth
 
 
 def fetch_in_steps(runner: "Runner", sql: str):
     """``sql``'s rows, its CTEs made the session's temporary tables one by one (:meth:`Runner.materialize`) and
     dropped afterwards (:meth:`Runner.release`), also after a failure; no step holds more CTEs than the
-    runner's dialect lets one statement hold (:attr:`recsql.dialects.Dialect.step_ctes`)."""
+    runner's dialect lets one statement hold, nor a longer chain of them (:attr:`recsql.dialects.Dialect.step_ctes`,
+    ``step_depth``)."""
     spec = dialect_spec(runner.dialect)
-    steps, final = split(sql, spec.sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}", spec.step_ctes)
+    steps, final = split(sql, spec.sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}", spec.step_ctes, spec.step_depth)
     made: list[str] = []
     try:
         for name, body in steps:
