@@ -203,6 +203,7 @@ class Dialect:
     whole: tuple[Transform, ...] = field(default=())
     step_ctes: int = 0  # the most CTEs one statement may hold (0: no limit)
     step_depth: int = 0  # the most SELECTs one statement may nest, counted through its CTEs (0: no limit)
+    step_piece: int = 0  # in steps, the most SELECTs each step nests (0: step_depth)
     note: str = ""
     # What a session running the rendered SQL should set first, each (name, value): recsql's own runners
     # set them for the query alone (recsql/engines/mysql.py, recsql/engines/datafusion.py), and the header
@@ -240,7 +241,15 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)", collation='"BINARY"', step_depth=128),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
-            whole=(_mariadb_with_limit,), step_ctes=MARIADB_WITH_ELEMENTS,
+            # a statement of more than 64 CTEs or nesting more than 64 SELECTs through them runs in steps
+            # (recsql/engines/steps.py), each nesting at most 8. MariaDB holds each window's rows in an in-memory
+            # table of fixed-width rows (a utf8mb4 text column at its full width), up to the 512 MB below: every
+            # metric at @100 on MovieLens-100K-shaped data (benchmarks/engines.py) with steps of 64 CTEs of the
+            # intent-aware metrics' greedy ideal list (three windows each) took the server to 24 GB and the
+            # kernel killed it; with steps nesting 64, 32 and 16 SELECTs it passed 5 GB, 5 GB and peaked at
+            # 3.1 GB; with 8 the whole call peaked at 2.1 GB in 240 s
+            whole=(_mariadb_with_limit,), step_ctes=MARIADB_WITH_ELEMENTS, step_depth=MARIADB_SELECT_NESTING,
+            step_piece=8,
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)",
             # ndcg@100 alone on MovieLens-100K-shaped data (benchmarks/engines.py): over 90 s at the default
             # level 2 (block nested loops only), 2.7 s at 4 (hash joins) on MariaDB 10.11. A hash join hashes

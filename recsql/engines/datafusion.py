@@ -24,12 +24,19 @@ class DataFusionRunner(Runner):
     in_steps = True  # it plans every CTE again where it is read: a minute of planning for compare's recomputing one
 
     def materialize(self, name: str, sql: str) -> None:
-        """The rows collected into memory (``DataFrame.cache``) and registered as the context's view ``name``:
-        a later step plans a scan of them, not this step's plan again."""
+        """The rows collected into memory and registered as the context's table ``name``: a later step plans a
+        scan of them, not this step's plan again. The batches are given the step's schema without metadata: a
+        UNION of tables registered from two DataFrames yields batches carrying each one's pandas metadata,
+        which DataFusion's in-memory table refuses ("Mismatch between schema and batches"; every metric at
+        @100 with items and item features did)."""
+        import pyarrow as pa
         try:
             with self.settings_applied():
-                rows = self.con.sql(sql).cache()
-            self.con.register_view(name, rows)
+                frame = self.con.sql(sql)
+                schema = frame.schema().remove_metadata()
+                batches = [batch.replace_schema_metadata(None) for batch in frame.collect()]
+            batches = [batch if batch.schema.equals(schema) else batch.cast(schema) for batch in batches]
+            self.con.register_record_batches(name, [batches or [pa.RecordBatch.from_pylist([], schema=schema)]])
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
 

@@ -177,10 +177,11 @@ def too_large(sql: str, dialect: str) -> bool:
 def fetch_in_steps(runner: "Runner", sql: str):
     """``sql``'s rows, its CTEs made the session's temporary tables one by one (:meth:`Runner.materialize`) and
     dropped afterwards (:meth:`Runner.release`), also after a failure; no step holds more CTEs than the
-    runner's dialect lets one statement hold, nor a longer chain of them (:attr:`recsql.dialects.Dialect.step_ctes`,
-    ``step_depth``)."""
+    runner's dialect lets one statement hold, and none nests more SELECTs through them than its steps may
+    (:attr:`recsql.dialects.Dialect.step_ctes`, ``step_piece`` or else ``step_depth``)."""
     spec = dialect_spec(runner.dialect)
-    steps, final = split(sql, spec.sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}", spec.step_ctes, spec.step_depth)
+    steps, final = split(sql, spec.sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}", spec.step_ctes,
+                         spec.step_piece or spec.step_depth)
     made: list[str] = []
     try:
         for name, body in steps:
