@@ -276,11 +276,14 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
             # alone (91 SELECTs nested through its CTEs) ran, @23 (103) failed with "Too deep subqueries"
             step_depth=64,
             set_why="the statement with many metrics is longer than the 256 KB ClickHouse parses by default"),
-    # step_depth: DataFusion runs all of a plan's sorts at once, each with its own memory reservation: the
-    # intent-aware metrics at @100 on MovieLens-100K-shaped data (a greedy ideal list of 101 CTEs, three
-    # windows each, 419 SELECTs nested through them) failed in 3 s in a 4 GB pool ("Not enough memory to
-    # continue external sort")
-    Dialect("datafusion", "postgres", executed="Apache DataFusion", transforms=(_crossed_first,), step_depth=64,
+    # step_ctes, step_depth: DataFusion runs all of a plan's operators at once and computes a CTE again at each
+    # read. On MovieLens-100K-shaped data in a 4 GB pool (benchmarks/engines.py), the intent-aware metrics at
+    # @100 (a greedy ideal list of 101 CTEs, three windows each, 419 SELECTs nested through them) failed in
+    # 3 s ("Not enough memory to continue external sort"), and every other metric at @100 (57 in a statement
+    # of 87 CTEs) too, with one partition or smaller sort reservations as well; in steps the 57 took 42 s
+    # and peaked at 1.8 GB
+    Dialect("datafusion", "postgres", executed="Apache DataFusion", transforms=(_crossed_first,),
+            step_ctes=64, step_depth=64,
             note="sqlglot has no DataFusion writer; its PostgreSQL SQL runs there unchanged",
             # DataFusion runs all of a plan's joins together and does not share a CTE read twice: every metric
             # at k = 100 on MovieLens-100K-shaped data (benchmarks/engines.py) peaked at 6.0 GB with hash joins
