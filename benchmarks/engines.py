@@ -235,8 +235,8 @@ def main() -> None:
         f"{meta['date']}, commit {commit}, `{meta['command']}`; {meta['machine']}; load average "
         f"{meta['load_before'][0]} before, {meta['load_after'][0]} after; versions: "
         + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".\n\n"
-        + f"One cold `recsql.evaluate` of every metric ({len(metrics())}) on MovieLens-100K-shaped data, less those an "
-        "engine's SQL cannot hold, listed below the table (benchmarks/engines.py's docstring).\n\n"
+        + f"One cold `recsql.evaluate` of every metric ({len(metrics())}) on MovieLens-100K-shaped data, a statement "
+        "too large for an engine run in steps (benchmarks/engines.py's docstring).\n\n"
         + table(results) + "\n")
     print(table(results))
 
