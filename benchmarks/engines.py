@@ -9,8 +9,9 @@ The data (``movielens_shaped``, NumPy with a fixed seed, so the same tables on e
 price and a probability, 1 to 3 features per item (diversity by feature vectors), the truth pairs as
 interactions, and a most-popular list as ``expected_recs``. One ``recsql.evaluate`` asks for every metric
 of the registry at ``@100`` (those without a cutoff as they are) plus ``diversity(by=features)@100``:
-64 metrics in one query (38 at 27ee818). On MariaDB that query (191 CTEs, the intent-aware metrics' greedy
-ideal list at @100 a chain of 101) runs in steps of at most 64 CTEs (recsql/engines/steps.py).
+64 metrics in one query (38 at 27ee818). That query has 191 CTEs, the intent-aware metrics' greedy ideal
+list at @100 a chain of 101 of them, and MariaDB, SQLite, Spark, ClickHouse and DataFusion run it in steps
+(recsql/engines/steps.py, docs/guide/engines.md).
 
 Each engine runs in a fresh process (``--worker``): the engine is started (servers by the test harness,
 ``tests/support``), the tables are loaded (not timed), then one ``evaluate`` call is timed, cold (the

@@ -353,5 +353,5 @@ def render(statement: exp.Expression, name: str, *, pretty: bool = True, copy: b
     except sqlglot.errors.UnsupportedError as err:
         raise RecsqlError(f"the query cannot be written in {target.name.removesuffix(STEPS)}: {err}") from None
     except RecursionError:
-        raise RecsqlError(f"the query cannot be written in {target.name.removesuffix(STEPS)}: it is nested too deeply for sqlglot to "
-                          "write; ask for fewer metrics at a time") from None
+        raise RecsqlError(f"the query cannot be written in {target.name.removesuffix(STEPS)}: it is nested too "
+                          "deeply for sqlglot to write; ask for fewer metrics at a time") from None

@@ -38,8 +38,8 @@ class ClickHouseRunner(Runner):
         return dict(zip(rows["name"], rows["type"]))
 
     def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; one holding a longer chain of CTEs than ClickHouse nests (recsql/dialects.py: the
-        intent-aware metrics' greedy ideal list past @20) in steps (recsql/engines/steps.py)."""
+        """The rows of ``sql``; one nesting more SELECTs through its CTEs than ClickHouse takes (recsql/dialects.py:
+        the intent-aware metrics' greedy ideal list past @20) in steps (recsql/engines/steps.py)."""
         if steps.too_large(sql, self.dialect):
             return steps.fetch_in_steps(self, sql)
         try:

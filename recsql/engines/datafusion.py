@@ -44,8 +44,8 @@ class DataFusionRunner(Runner):
         self.con.deregister_table(name)
 
     def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; one nesting more SELECTs through its CTEs than DataFusion holds the sorts of at
-        once (recsql/dialects.py: the intent-aware metrics' greedy ideal list) in steps (recsql/engines/steps.py)."""
+        """The rows of ``sql``; one of more than 64 CTEs, or nesting more than 64 SELECTs through them, whose
+        operators DataFusion would hold at once (recsql/dialects.py) in steps (recsql/engines/steps.py)."""
         if steps.too_large(sql, self.dialect):
             return steps.fetch_in_steps(self, sql)
         try:

@@ -43,8 +43,9 @@ class MySQLRunner(DBAPIRunner):
         return lambda cursor: self.con.rollback()
 
     def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; on MariaDB a statement of more CTEs than one statement holds (rendered for
-        :attr:`statement_dialect`) in steps, each of at most that many."""
+        """The rows of ``sql``; on MariaDB a statement of more CTEs, or nesting more SELECTs through them, than
+        one statement holds (rendered for :attr:`statement_dialect`) in steps (recsql/dialects.py: at most 64
+        CTEs, each nesting at most 8)."""
         if self._mariadb and steps.too_large(sql, self.dialect):
             return steps.fetch_in_steps(self, sql)
         with self.settings_applied():

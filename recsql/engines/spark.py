@@ -62,8 +62,8 @@ class SparkRunner(Runner):
     def fetch(self, sql: str) -> pa.Table | pd.DataFrame:
         """The rows as Arrow where PySpark can (``DataFrame.toArrow``, PySpark 4): no row-by-row
         conversion through Python objects, which took a second of a 10M-row evaluation's 100k users. A statement
-        holding a longer chain of CTEs than Spark's analyser resolves (recsql/dialects.py: the intent-aware
-        metrics' greedy ideal list past @10) runs in steps (recsql/engines/steps.py)."""
+        nesting more SELECTs through its CTEs than Spark's analyser resolves (recsql/dialects.py: the
+        intent-aware metrics' greedy ideal list past @10) runs in steps (recsql/engines/steps.py)."""
         if steps.too_large(sql, self.dialect):
             return steps.fetch_in_steps(self, sql)
         try:
@@ -72,7 +72,6 @@ class SparkRunner(Runner):
             return to_arrow() if to_arrow else frame.toPandas()
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
-
 
     def failed(self, error: Exception) -> RecsqlError:
         """The Java exception's own message, not PySpark's first line ("An error occurred while calling o34.sql.")."""

@@ -76,8 +76,8 @@ class SQLiteRunner(Runner):
             return {}
 
     def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; one holding a longer chain of CTEs than SQLite nests (recsql/dialects.py: the
-        intent-aware metrics' greedy ideal list past @46) in steps (recsql/engines/steps.py)."""
+        """The rows of ``sql``; one nesting more SELECTs through its CTEs than SQLite takes (recsql/dialects.py:
+        the intent-aware metrics' greedy ideal list past @46) in steps (recsql/engines/steps.py)."""
         if steps.too_large(sql, self.dialect):
             return steps.fetch_in_steps(self, sql)
         try:
