@@ -227,3 +227,39 @@ def test_a_chain_longer_than_the_limit_is_cut_into_pieces_within_it():
     assert steps[0][1] == ("WITH c0 AS (SELECT 1 AS x), c1 AS (SELECT x + 1 AS x FROM c0) "
                            "SELECT x + 1 AS x FROM c1")
     assert final == 'WITH c9 AS (SELECT x + 1 AS x FROM "t_2" AS c8) SELECT x FROM c9'
+
+
+def test_a_datafusion_step_unioning_tables_registered_from_two_dataframes_is_kept():
+    """Tables registered from DataFrames carry pandas' schema metadata, each its own; a step that unions two of them
+    yields batches whose metadata differ, and DataFusion's in-memory table refused them ("Mismatch between schema
+    and batches": every metric at @100, whose item categories union items and item features). The step's rows are
+    kept without metadata, and the statement gives its rows."""
+    with ExitStack() as stack:
+        engine = start("datafusion", stack)
+        engine.load(pd.DataFrame({"n": [1, 2]}), name="a_in")
+        engine.load(pd.DataFrame({"n": [3], "extra": ["x"]}), name="b_in")
+        statement = ("WITH both_ AS (SELECT n FROM a_in UNION ALL SELECT n FROM b_in) "
+                     "SELECT x.n FROM both_ AS x JOIN both_ AS y ON x.n = y.n")  # both_ read twice: a step
+        with runner_for(engine.con) as runner:
+            made = _recorded(runner)
+            assert _rows(fetch_in_steps(runner, statement)) == [(1,), (2,), (3,)]
+            assert len(made) == 1
+
+
+def test_a_spark_failure_names_the_java_exception_not_pysparks_first_line():
+    """A statement Spark's analyser gives up on (alpha_ndcg@15 run whole: "Max iterations (100) reached for batch
+    Resolution") raises a Py4JJavaError whose first line is "An error occurred while calling o34.sql."; the runner's
+    error names the Java exception and its message instead."""
+    recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.8]})
+    truth = pd.DataFrame({"user_id": [1], "item_id": [2], "relevance": [1.0]})
+    with ExitStack() as stack:
+        engine = start("spark", stack)
+        names = [engine.load(frame) for frame in (recs, truth, truth.assign(intent="a"))]
+        sql = recsql.to_sql(names[0], names[1], ["alpha_ndcg@15"], intents=names[2], dialect="spark")
+        with runner_for(engine.con) as runner:
+            with pytest.raises(Exception) as raised:
+                engine.con.sql(sql).collect()  # run whole, as recsql's runner no longer does
+            assert str(raised.value).startswith("An error occurred while calling")
+            message = str(runner.failed(raised.value))
+    assert message.startswith("the evaluation query failed on Spark SQL: java.lang.RuntimeException: Max iterations "
+                              "(100) reached for batch Resolution"), message
