@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from ..dialects import for_steps
 from ..errors import RecsqlError
 from ..sources import Source
+from . import steps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,7 +18,7 @@ class Runner:
     """Runs recsql's statements on one engine connection, for one evaluation.
 
     Subclasses set ``name`` (shown to users), ``dialect`` (a key of :data:`recsql.dialects.DIALECTS`)
-    and implement :meth:`describe` and :meth:`fetch`. Runners never create tables in the user's
+    and implement :meth:`describe` and :meth:`fetch_whole`. Runners never create tables in the user's
     database; inputs must already be tables there, except where :meth:`bind_frame` says otherwise.
     """
 
@@ -50,11 +51,19 @@ class Runner:
         raise NotImplementedError
 
     def fetch(self, sql: str) -> pd.DataFrame | pa.Table:
-        """Run one statement; return its rows."""
+        """Run one statement; return its rows. Where :attr:`long_in_steps`, a statement of more CTEs, or
+        nesting more SELECTs through them, than one statement may hold on the engine (its dialect's
+        ``step_ctes`` and ``step_depth``, recsql/dialects.py) runs in steps (recsql/engines/steps.py)."""
+        tree = steps.oversized(sql, self.dialect) if self.long_in_steps else None
+        return self.fetch_whole(sql) if tree is None else steps.fetch_in_steps(self, tree)
+
+    def fetch_whole(self, sql: str) -> pd.DataFrame | pa.Table:
+        """Run one statement as it is; return its rows."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ a long statement in steps (engines/steps.py)
     in_steps = False  # does compare's statement with global metrics run here one CTE at a time?
+    long_in_steps = False  # does a statement too large for one on the engine run here in steps?
 
     @property
     def statement_dialect(self) -> str:
@@ -179,7 +188,7 @@ class DBAPIRunner(Runner):
             raise self.missing(source, err) from None
         return {d[0]: self.type_name(d) for d in described}
 
-    def fetch(self, sql: str) -> pd.DataFrame:
+    def fetch_whole(self, sql: str) -> pd.DataFrame:
         try:
             return self._execute(sql)[1]
         except RecsqlError:

@@ -10,7 +10,6 @@ from sqlglot import exp
 
 from ..dialects import dialect
 from ..sources import Source
-from . import steps
 from .base import Runner
 
 
@@ -19,6 +18,7 @@ class ClickHouseRunner(Runner):
     dialect = "clickhouse"
 
     in_steps = True  # it writes every CTE out where it is read
+    long_in_steps = True  # and nests subqueries only to a depth (recsql/dialects.py)
 
     def materialize(self, name: str, sql: str) -> None:
         try:
@@ -37,11 +37,9 @@ class ClickHouseRunner(Runner):
             raise self.missing(source, err) from None
         return dict(zip(rows["name"], rows["type"]))
 
-    def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; one nesting more SELECTs through its CTEs than ClickHouse takes (recsql/dialects.py:
-        the intent-aware metrics' greedy ideal list past @20) in steps (recsql/engines/steps.py)."""
-        if steps.too_large(sql, self.dialect):
-            return steps.fetch_in_steps(self, sql)
+    def fetch_whole(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql``, run as one statement (ClickHouse's limit on nested subqueries, which the
+        intent-aware metrics' greedy ideal list passes past @20, sends a longer one to steps: :meth:`Runner.fetch`)."""
         try:
             with self.settings_applied():
                 return self.con.query(sql, "DataFrame")

@@ -6,7 +6,6 @@ import pandas as pd
 
 from ..dialects import dialect
 from ..sources import Source
-from . import steps
 from .base import Runner
 
 
@@ -22,6 +21,7 @@ class DataFusionRunner(Runner):
         return {field.name: str(field.type) for field in schema}
 
     in_steps = True  # it plans every CTE again where it is read: a minute of planning for compare's recomputing one
+    long_in_steps = True  # and holds every operator of a statement at once, within its memory pool (dialects.py)
 
     def materialize(self, name: str, sql: str) -> None:
         """The rows collected into memory and registered as the context's table ``name``: a later step plans a
@@ -43,11 +43,9 @@ class DataFusionRunner(Runner):
     def release(self, name: str) -> None:
         self.con.deregister_table(name)
 
-    def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; one of more than 64 CTEs, or nesting more than 64 SELECTs through them, whose
-        operators DataFusion would hold at once (recsql/dialects.py) in steps (recsql/engines/steps.py)."""
-        if steps.too_large(sql, self.dialect):
-            return steps.fetch_in_steps(self, sql)
+    def fetch_whole(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql``, run as one statement (one of more than 64 CTEs, or nesting more than 64 SELECTs
+        through them, whose operators DataFusion would hold at once, runs in steps: :meth:`Runner.fetch`)."""
         try:
             with self.settings_applied():
                 return self.con.sql(sql).to_pandas()

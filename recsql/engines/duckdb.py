@@ -227,7 +227,7 @@ class DuckDBRunner(Runner):
         failed = super().failed(error)
         return RecsqlError(f"{failed}{self._aborted()}")
 
-    def fetch(self, sql: str) -> pa.Table:
+    def fetch_whole(self, sql: str) -> pa.Table:
         try:
             with self._lock:
                 return _arrow(self.cursor.execute(sql))  # not cursor.sql(sql), which parses it in Python first

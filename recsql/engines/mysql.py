@@ -12,7 +12,6 @@ from typing import Any, Callable
 import pandas as pd
 
 from ..dialects import dialect
-from . import steps
 from .base import DBAPIRunner
 
 # MySQL protocol column type codes -> names (the families recsql/validate.py tells apart)
@@ -42,19 +41,22 @@ class MySQLRunner(DBAPIRunner):
             return lambda cursor: None
         return lambda cursor: self.con.rollback()
 
-    def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; on MariaDB a statement of more CTEs, or nesting more SELECTs through them, than
-        one statement holds (rendered for :attr:`statement_dialect`) in steps (recsql/dialects.py: at most 64
-        CTEs, each nesting at most 8)."""
-        if self._mariadb and steps.too_large(sql, self.dialect):
-            return steps.fetch_in_steps(self, sql)
+    def fetch_whole(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql``, run as one statement with the dialect's session settings."""
         with self.settings_applied():
-            return super().fetch(sql)
+            return super().fetch_whole(sql)
 
     @property
     def in_steps(self) -> bool:  # type: ignore[override]
         """On MariaDB, which plans a CTE anew at each read (MySQL 8 cannot read a temporary table twice in one
         statement: "Can't reopen table")."""
+        return self._mariadb
+
+    @property
+    def long_in_steps(self) -> bool:  # type: ignore[override]
+        """On MariaDB, a statement of more CTEs, or nesting more SELECTs through them, than one statement holds
+        (rendered for :attr:`statement_dialect`; recsql/dialects.py: at most 64 CTEs, each step nesting at
+        most 8) runs in steps."""
         return self._mariadb
 
     def materialize(self, name: str, sql: str) -> None:

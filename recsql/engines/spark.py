@@ -11,7 +11,6 @@ from sqlglot import exp
 
 from ..errors import RecsqlError
 from ..sources import Source
-from . import steps
 from .base import Runner
 
 
@@ -38,6 +37,7 @@ class SparkRunner(Runner):
             raise self.missing(source, err) from None
 
     in_steps = True  # its analyser inlines every CTE where it is read
+    long_in_steps = True  # and resolves a statement nesting more SELECTs through them only to a depth (dialects.py)
 
     def materialize(self, name: str, sql: str) -> None:
         """A temporary view of the rows' local checkpoint: computed once, and read later as a leaf, so no later
@@ -59,13 +59,11 @@ class SparkRunner(Runner):
         if rdd is not None:
             rdd.unpersist(False)
 
-    def fetch(self, sql: str) -> pa.Table | pd.DataFrame:
+    def fetch_whole(self, sql: str) -> pa.Table | pd.DataFrame:
         """The rows as Arrow where PySpark can (``DataFrame.toArrow``, PySpark 4): no row-by-row
-        conversion through Python objects, which took a second of a 10M-row evaluation's 100k users. A statement
-        nesting more SELECTs through its CTEs than Spark's analyser resolves (recsql/dialects.py: the
-        intent-aware metrics' greedy ideal list past @10) runs in steps (recsql/engines/steps.py)."""
-        if steps.too_large(sql, self.dialect):
-            return steps.fetch_in_steps(self, sql)
+        conversion through Python objects, which took a second of a 10M-row evaluation's 100k users. (A statement
+        nesting more SELECTs through its CTEs than Spark's analyser resolves, as the intent-aware metrics' greedy
+        ideal list does past @10, runs in steps: :meth:`Runner.fetch`.)"""
         try:
             frame = self.con.sql(sql)
             to_arrow = getattr(frame, "toArrow", None)

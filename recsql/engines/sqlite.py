@@ -10,13 +10,13 @@ from sqlglot import exp
 
 from ..errors import RecsqlError
 from ..sources import Source
-from . import steps
 from .base import Runner, frame_from_cursor
 
 
 class SQLiteRunner(Runner):
     name = "SQLite"
     dialect = "sqlite"
+    long_in_steps = True  # a statement nesting more SELECTs through its CTEs than SQLite takes (recsql/dialects.py)
 
     def __init__(self, con: sqlite3.Connection) -> None:
         super().__init__(con)
@@ -75,11 +75,9 @@ class SQLiteRunner(Runner):
         except sqlite3.Error:
             return {}
 
-    def fetch(self, sql: str) -> pd.DataFrame:
-        """The rows of ``sql``; one nesting more SELECTs through its CTEs than SQLite takes (recsql/dialects.py:
-        the intent-aware metrics' greedy ideal list past @46) in steps (recsql/engines/steps.py)."""
-        if steps.too_large(sql, self.dialect):
-            return steps.fetch_in_steps(self, sql)
+    def fetch_whole(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql``, run as one statement (SQLite's limit on nesting, which the intent-aware metrics'
+        greedy ideal list passes past @46, sends a longer one to steps: :meth:`Runner.fetch`)."""
         try:
             return frame_from_cursor(self.con.execute(sql))
         except sqlite3.Error as err:

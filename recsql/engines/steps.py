@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .base import Runner
 
 
-def split(sql: str, dialect: str, prefix: str, max_ctes: int = 0,
+def split(sql: str | exp.Expression, dialect: str, prefix: str, max_ctes: int = 0,
           max_depth: int = 0) -> tuple[list[tuple[str, str]], str]:
     """``sql``'s steps as (table name, ``SELECT`` text), in order, and the final statement over their tables.
     A CTE read more than once is a step; one read once stays a CTE of the step (or the final statement) that
@@ -42,8 +42,9 @@ def split(sql: str, dialect: str, prefix: str, max_ctes: int = 0,
     engine would compute it again; a CTE read by nothing is left out, as the engine leaves it uncomputed.
     ``max_ctes`` (0: no limit): the most CTEs a step or the final statement may hold; ``max_depth`` (0: no
     limit): the most SELECTs one may nest, counted through the CTEs it holds (an engine that writes each CTE
-    out where it is read nests them so). More CTEs read once are made steps where needed (:func:`_cuts`)."""
-    tree = sqlglot.parse_one(sql, read=dialect)
+    out where it is read nests them so). More CTEs read once are made steps where needed (:func:`_cuts`).
+    ``sql`` may be given parsed (:func:`oversized`), and is then changed."""
+    tree = sql if isinstance(sql, exp.Expression) else sqlglot.parse_one(sql, read=dialect)
     with_ = tree.args.get("with_")
     if with_ is None or with_.args.get("recursive"):
         raise RecsqlError("internal: a statement run in steps needs a top-level WITH that is not recursive")
@@ -156,29 +157,36 @@ def _cuts(bodies: dict[str, exp.Expression], reads: dict[str, set[str]], final: 
 def too_large(sql: str, dialect: str) -> bool:
     """Whether ``sql`` (in recsql's ``dialect``) holds more CTEs, or nests more SELECTs through its CTEs, than
     one statement may there (:attr:`recsql.dialects.Dialect.step_ctes`, ``step_depth``), so that the
-    dialect's runner runs it in steps. Parsed only where its text could be: a CTE holds a SELECT, and a path of
-    nested SELECTs passes each once, so a text of no more ``SELECT`` than the limits is within them."""
+    dialect's runner runs it in steps."""
+    return oversized(sql, dialect) is not None
+
+
+def oversized(sql: str, dialect: str) -> exp.Expression | None:
+    """``sql`` parsed, where it is :func:`too_large` (for :func:`fetch_in_steps`, which would parse it again);
+    None where it is not. Parsed only where its text could be: a CTE holds a SELECT, and a path of nested
+    SELECTs passes each once, so a text of no more ``SELECT`` than the limits is within them."""
     spec = dialect_spec(dialect)
     limits = [limit for limit in (spec.step_ctes, spec.step_depth) if limit]
     if not limits or sql.count("SELECT") <= min(limits):
-        return False
+        return None
     tree = sqlglot.parse_one(sql, read=spec.sqlglot)
     with_ = tree.args.get("with_")
     if with_ is None:
-        return False
+        return None
     if spec.step_ctes and len(with_.expressions) > spec.step_ctes:
-        return True
+        return tree
     nested: dict[str, int] = {}
     for cte in with_.expressions:
         nested[cte.alias_or_name.lower()] = nesting(cte.this, nested)[0]
-    return bool(spec.step_depth) and nesting(tree, nested)[0] > spec.step_depth
+    return tree if spec.step_depth and nesting(tree, nested)[0] > spec.step_depth else None
 
 
-def fetch_in_steps(runner: "Runner", sql: str):
+def fetch_in_steps(runner: "Runner", sql: str | exp.Expression):
     """``sql``'s rows, its CTEs made the session's temporary tables one by one (:meth:`Runner.materialize`) and
     dropped afterwards (:meth:`Runner.release`), also after a failure; no step holds more CTEs than the
     runner's dialect lets one statement hold, and none nests more SELECTs through them than its steps may
-    (:attr:`recsql.dialects.Dialect.step_ctes`, ``step_piece`` or else ``step_depth``)."""
+    (:attr:`recsql.dialects.Dialect.step_ctes`, ``step_piece`` or else ``step_depth``). The final statement
+    runs as it is (:meth:`Runner.fetch_whole`): the steps keep it within those limits."""
     spec = dialect_spec(runner.dialect)
     steps, final = split(sql, spec.sqlglot, f"__recsql_{uuid.uuid4().hex[:12]}", spec.step_ctes,
                          spec.step_piece or spec.step_depth)
@@ -187,7 +195,7 @@ def fetch_in_steps(runner: "Runner", sql: str):
         for name, body in steps:
             runner.materialize(name, body)
             made.append(name)
-        return runner.fetch(final)
+        return runner.fetch_whole(final)
     finally:
         for name in reversed(made):
             runner.release(name)
