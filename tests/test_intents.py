@@ -27,7 +27,7 @@ import ir_measures
 import pandas as pd
 import pyndeval
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import recsql
@@ -337,3 +337,53 @@ def test_a_sampled_run_counts_a_user_of_intents_without_a_list_in_each_sample():
     both = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", sample_col="sample",
                            population="intersection")
     assert both.per_user["s_recall@2"].tolist() == pytest.approx([0.75, 1.0])
+
+
+def _greedy(judged: dict, alpha: float, k: int) -> list[float]:
+    """Plain Python: the greedy ideal list's gains (Clarke et al. 2008, ndeval's tie rule: the largest item id)."""
+    seen: dict = {}
+    left = dict(judged)  # item -> its intents
+    gains = []
+    for _ in range(min(k, len(judged))):
+        gain = {item: sum(sorted((1 - alpha) ** seen.get(s, 0) for s in intents)) for item, intents in left.items()}
+        best = max(gain, key=lambda item: (gain[item], item))
+        gains.append(gain[best])
+        for s in left.pop(best):
+            seen[s] = seen.get(s, 0) + 1
+    return gains
+
+
+@settings(max_examples=60, deadline=None)
+@example(rows=[(1, 1, "a"), (1, 1, "b"), (1, 2, "c"), (1, 2, "d"), (1, 3, "a"), (1, 3, "c")], alphas=[0.5], k=3)  # ties
+@given(rows=st.lists(st.tuples(st.integers(1, 3), st.integers(1, 9), st.sampled_from("abcd")), min_size=1, unique=True),
+       alphas=st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.9, 1.0]), min_size=1, max_size=3, unique=True),
+       k=st.integers(1, 40))
+def test_duckdbs_greedy_ideal_from_lists_is_the_chains_and_pythons(rows, alphas, k):
+    """DuckDB's intent_ideal from per-user lists (sql/_intent_ideal.duckdb.sql) and the portable chain of steps
+    (recsql/compose/intents.py), run on DuckDB over the same relevant judgments, and the plain-Python greedy
+    list: the same picks' gains, step by step (the example: three items tied at the first step, of which the
+    largest id leaves gains 2, 1.5, 1.5 and the smallest 2, 2, 1, as in test_the_greedy_ideal_breaks_ties_as_ndeval)."""
+    import duckdb
+    from recsql.compose.intents import ideal_chain
+    from recsql.compose.rewrite import substitute
+    from recsql.templates import read_template
+    from recsql.trees import parse
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE intent_judged (user_id BIGINT, item_id BIGINT, intent VARCHAR)")
+    con.executemany("INSERT INTO intent_judged VALUES (?, ?, ?)", [list(r) for r in rows])
+    con.execute("CREATE TABLE intent_alphas AS SELECT CAST(UNNEST(?) AS DOUBLE) AS alpha", [alphas])
+    ctes, ideal = ideal_chain(k)
+    chain = "WITH " + ", ".join(c.sql("duckdb") for c in ctes) + " " + ideal.sql("duckdb")
+    lists = substitute(parse(read_template("_intent_ideal.duckdb")[1], read="duckdb"), {"intent_ideal_k": k}, "test")
+    got = {name: con.execute(f"SELECT user_id, alpha, step, gain FROM ({sql}) AS q ORDER BY 1, 2, 3").fetchall()
+           for name, sql in (("chain", chain), ("lists", lists.sql("duckdb")))}
+    judged: dict = {}
+    for user, item, intent in rows:
+        judged.setdefault(user, {}).setdefault(item, []).append(intent)
+    python = [(user, alpha, step, gain) for user in sorted(judged) for alpha in sorted(alphas)
+              for step, gain in enumerate(_greedy(judged[user], alpha, k), 1)]
+    for name, found in got.items():
+        assert [r[:3] for r in found] == [r[:3] for r in python], name
+        for mine, want in zip(found, python):
+            assert math.isclose(mine[3], want[3], rel_tol=1e-12, abs_tol=1e-15), (name, mine, want)

@@ -340,12 +340,16 @@ def test_the_intent_aware_metrics_at_100_run_in_steps_with_duckdbs_numbers(name,
     ("Expression tree is too large" past @46), ClickHouse ("Too deep subqueries" past @20) and Spark's analyser
     ("Max iterations (100) reached" past @10) take, and more sorts than DataFusion holds at once.
     evaluate and compare on those connections run it in steps (recsql/engines/steps.py), none too large for
-    the engine, with DuckDB's per-user values and intervals, and leave no table behind."""
+    the engine, with DuckDB's per-user values and intervals, and leave no table behind. compare is left out on
+    Spark, the slowest here, to keep CI short: its per-user statement is evaluate's with the runs, in the same
+    steps, and compare's own steps run on Spark in tests/test_steps.py."""
     recs, truth, intents = _intent_case()
     asked = ["alpha_ndcg@100", "nerr_ia@100", "nnrbp@100", "ndcg@100"]
     runs = pd.concat([recs.assign(model="a"), recs.assign(model="b", score=-recs["score"])], ignore_index=True)
     want = recsql.evaluate(recs, truth, asked, intents=intents).per_user
-    want_compare = recsql.compare(runs, truth, asked, run_cols="model", intents=intents, resamples=50, seed=3)
+    compared = name != "spark"
+    if compared:
+        want_compare = recsql.compare(runs, truth, asked, run_cols="model", intents=intents, resamples=50, seed=3)
     made: list[tuple[str, str]] = []  # the steps' tables and their SELECTs, recorded as the engine makes them
     materialize = runner.materialize
     monkeypatch.setattr(runner, "materialize", lambda self, table, sql: (made.append((table, sql)),
@@ -356,9 +360,10 @@ def test_the_intent_aware_metrics_at_100_run_in_steps_with_duckdbs_numbers(name,
                                                              ("runs", runs))}
         got = recsql.evaluate(names["recs"], names["truth"], asked, con=engine.con, intents=names["intents"]).per_user
         evaluated = len(made)
-        got_compare = recsql.compare(names["runs"], names["truth"], asked, run_cols="model", con=engine.con,
-                                     intents=names["intents"], resamples=50, seed=3)
-        assert 0 < evaluated < len(made)
+        if compared:
+            got_compare = recsql.compare(names["runs"], names["truth"], asked, run_cols="model", con=engine.con,
+                                         intents=names["intents"], resamples=50, seed=3)
+        assert 0 < evaluated and (evaluated < len(made) if compared else evaluated == len(made))
         assert not any(too_large(sql, name) for _, sql in made)
         with runner_for(engine.con) as reader:
             for table, _ in made:  # each dropped (MariaDB lists no temporary table anywhere): reading it fails
@@ -368,9 +373,10 @@ def test_the_intent_aware_metrics_at_100_run_in_steps_with_duckdbs_numbers(name,
     for name in asked:
         assert got[name].tolist() == pytest.approx(want[name].tolist(), rel=1e-12), name
     assert 0 < want["alpha_ndcg@100"].min() < 1
-    for mine, theirs in ((got_compare.runs, want_compare.runs), (got_compare.tests, want_compare.tests)):
-        assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs) > 0
-        pd.testing.assert_frame_equal(mine, theirs, rtol=1e-12, check_dtype=False)
+    if compared:
+        for mine, theirs in ((got_compare.runs, want_compare.runs), (got_compare.tests, want_compare.tests)):
+            assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs) > 0
+            pd.testing.assert_frame_equal(mine, theirs, rtol=1e-12, check_dtype=False)
 
 
 @pytest.mark.parametrize("name", ["sqlite", "postgres", "mysql"])

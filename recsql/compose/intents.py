@@ -5,12 +5,14 @@ The ideal list of α-nDCG is NP-hard to find; ndeval, and after it every tool, t
 already picked, gain(i) = Σ_{s ∈ intents of i} (1 − α)^{c_s}, c_s = the picked items relevant to s;
 ties go to the largest item id, as in ndeval (its loop over the items in docno order lets an equal gain
 of a later docno replace the best so far: strcmp order, which is the ids' order when their text sorts as
-their values do). Each step depends on the one before, so the chain is unrolled, one
-CTE per step up to the largest cutoff asked: a plain query every engine runs (a recursive one would
-not run on Spark). A step reads the one before once (an engine that inlines CTEs, as Spark does,
+their values do). Gains are compared rounded to 1e-12, so that two items of equal gain tie whatever order an
+engine adds an item's terms in (or rounds ``POWER`` in the last place). Each step depends on the one before,
+so the chain is unrolled, one CTE per step up to the largest cutoff asked: a plain query every engine runs
+(a recursive one would not run on Spark). A step reads the one before once (an engine that inlines CTEs, as Spark does,
 would otherwise repeat the earlier steps exponentially often): its rows are the relevant judgments
 (user, alpha, item, intent) with the step that picked the item (NULL: not yet) and its gain, and it
-marks the best item not yet picked. ``intent_ideal`` then reads (user_id, alpha, step, gain).
+marks the best item not yet picked. ``intent_ideal`` then reads (user_id, alpha, step, gain). DuckDB takes the
+same picks from per-user lists instead (sql/_intent_ideal.duckdb.sql).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def _step(before: str, step: int) -> str:
              f"FROM ({seen}) AS c")
     ranked = ("SELECT g.user_id, g.alpha, g.item_id, g.intent, g.step, g.gain, g.item_gain, "
               "DENSE_RANK() OVER (PARTITION BY g.user_id, g.alpha ORDER BY CASE WHEN g.step IS NULL THEN 0 ELSE 1 END, "
-              "g.item_gain DESC, g.item_id DESC) AS best "
+              "FLOOR(g.item_gain * 1e12 + 0.5) DESC, g.item_id DESC) AS best "
               f"FROM ({gains}) AS g")
     return ("SELECT r.user_id, r.alpha, r.item_id, r.intent, "
             f"CASE WHEN r.step IS NULL AND r.best = 1 THEN CAST({step} AS BIGINT) ELSE r.step END AS step, "

@@ -148,15 +148,22 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
         _order_ties(cte.this, ties, key)
 
 
-def _intent_ideal(order: list[str], ctes: dict[str, exp.CTE], features: dict) -> None:
+def _intent_ideal(plan: Plan, order: list[str], ctes: dict[str, exp.CTE], features: dict) -> None:
     """The alphas the intent-aware metrics ask (``intent_alphas``) and, when one is normalised by the
-    ideal list, the greedy chain of picks before ``intent_ideal`` (recsql/compose/intents.py)."""
+    ideal list, its greedy picks: on DuckDB from per-user lists (sql/_intent_ideal.duckdb.sql), elsewhere
+    the chain of picks before ``intent_ideal`` (recsql/compose/intents.py)."""
     alphas = sorted({alpha for feature in ("intent_depths", "intent_ideal") for alpha, _ in features.get(feature, ())})
     ctes["intent_alphas"].set("this", union_all([exp.select(exp.alias_(exp.cast(exp.Literal.number(a), "DOUBLE"),
                                                                         "alpha")) for a in alphas or [0.5]]))
     if "intent_ideal" not in features:
         return
-    chain, ideal = ideal_chain(max(k for _, k in features["intent_ideal"]))
+    steps = max(k for _, k in features["intent_ideal"])
+    if plan.topk:
+        name = f"_intent_ideal.{plan.topk}"
+        override = parse(read_template(name)[1], read="duckdb")
+        ctes["intent_ideal"].set("this", substitute(override, {"intent_ideal_k": steps}, f"sql/{name}.sql"))
+        return
+    chain, ideal = ideal_chain(steps)
     ctes["intent_ideal"].set("this", ideal)
     _insert_before(order, ctes, "intent_ideal", chain)
 
@@ -249,7 +256,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     for table, feature in _CUT_TABLES.items():
         ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))
     ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
-    _intent_ideal(order, ctes, features)
+    _intent_ideal(plan, order, ctes, features)
     ctes["category_cuts"].set("this", _key_rows([("k", None), ("weight", "VARCHAR"), ("patience", "DOUBLE")],
                                                  sorted(features.get("category_shares", {(1, "geometric", 1.0)}))))
     attention = sorted({key for feature in ATTENTION for key in features.get(feature, ())})
