@@ -28,13 +28,12 @@ import resource
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from report import commit  # noqa: E402
+from report import commit, provenance, publish  # noqa: E402
 
 K = 100
 ALPHAS = (0.5, 0.3)
@@ -129,16 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             print(shape, form, case[form], flush=True)
         case["same"] = same(found["lists"], found["chain"])
         shapes[shape] = case
-    result = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": measured,
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, {platform.platform()}",
-        "load_before": [round(v, 2) for v in load_before], "load_after": [round(v, 2) for v in os.getloadavg()],
-        "versions": {"python": platform.python_version(), "duckdb": duckdb.__version__}, "shapes": shapes,
-    }
-    (args.out / "intent_ideal.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "intent_ideal.md").write_text(markdown(result))
-    print(markdown(result))
-    return 0
+    result = {**provenance(measured, load_before, {"python": platform.python_version(), "duckdb": duckdb.__version__}),
+              "shapes": shapes}
+    return publish(args.out, "intent_ideal", result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -25,13 +25,11 @@ and ``ranked.json`` (date, commit, machine, load average, versions).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -40,7 +38,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
 import datagen  # noqa: E402
-from report import commit  # noqa: E402
+from report import commit, provenance, publish  # noqa: E402
 from tools import METRICS_TREC  # noqa: E402
 
 
@@ -144,18 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load_before, measured = os.getloadavg(), commit()
     sizes = [measure(size, args.data, args.repeat) for size in args.rows.split(",")]
-    result = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": measured,
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, {platform.platform()}",
-        "load_before": [round(v, 2) for v in load_before], "load_after": [round(v, 2) for v in os.getloadavg()],
-        "versions": {"python": platform.python_version(), "duckdb": duckdb.__version__}, "repeat": args.repeat,
-        "sizes": sizes,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ranked.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "ranked.md").write_text(markdown(result))
-    print(markdown(result))
-    return 0
+    result = {**provenance(measured, load_before, {"python": platform.python_version(), "duckdb": duckdb.__version__}),
+              "repeat": args.repeat, "sizes": sizes}
+    return publish(args.out, "ranked", result, markdown(result))
 
 
 if __name__ == "__main__":

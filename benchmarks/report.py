@@ -145,6 +145,26 @@ def commit() -> str:
     return found.stdout.strip() + (" (uncommitted changes)" if dirty else "")
 
 
+def publish(folder: Path, name: str, result: dict, text: str) -> int:
+    """Write ``result`` as ``<name>.json`` and ``text`` as ``<name>.md`` in ``folder``, print the text; 0."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (folder / f"{name}.md").write_text(text)
+    print(text)
+    return 0
+
+
+def provenance(measured: str, load_before: tuple, versions: dict[str, str]) -> dict:
+    """A result's date (now, UTC), commit, machine, load average before (given) and after (now) and versions."""
+    from datetime import datetime, timezone
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": measured,
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, {platform.platform()}",
+        "load_before": [round(v, 2) for v in load_before], "load_after": [round(v, 2) for v in os.getloadavg()],
+        "versions": versions,
+    }
+
+
 def markdown(result: dict) -> str:
     rows = "\n".join(f"| {case} | {s['wall_median']:.2f} s | {s['wall_best']:.2f} s | {s['cpu_median']:.2f} s | "
                      f"{s['cpu_best']:.2f} s | {s['repeats']} |" for case, s in result["cases"].items())
