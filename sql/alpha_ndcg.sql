@@ -5,7 +5,7 @@
 -- params: alpha number in [0, 1) = 0.5
 -- needs: intents
 -- stage: intents; intent_depths; intent_ideal
--- range: [0, 1]
+-- range: [0, inf)
 -- formula: (α = alpha) α-nDCG@k = α-DCG@k / α-DCG@k of the ideal list, α-DCG@k = Σ_{r≤k} Σ_s J(r, s) (1 − α)^{c_s(r)} / log2(r + 1): J(r, s) = 1 when the item at r is relevant to intent s (relevance >= threshold), c_s(r) = the positions above r relevant to s; the ideal list is the greedy one (each position takes the relevant item of largest gain given those above, ties to the largest item id, as ndeval); 0 when no intent has a relevant item; NULL for a user absent from intents
 -- cite: Clarke, Kolla, Cormack, Vechtomova, Ashkan, Büttcher & MacKinnon, SIGIR 2008 (novelty and diversity in information retrieval evaluation); ndeval (TREC Web track) alpha-nDCG, ir_measures alpha_nDCG
 SELECT

@@ -5,7 +5,7 @@
 -- params: alpha number in (0, 1) = 0.5
 -- needs: intents
 -- stage: intents; intent_depths; intent_ideal
--- range: [0, 1]
+-- range: [0, inf)
 -- formula: (α = alpha) nERR-IA@k = Σ_{r≤k} (1/r) Σ_s α J(r, s) (1 − α)^{c_s(r)} over the same sum for the greedy ideal list of alpha_ndcg (J, c_s as there); 0 when no intent has a relevant item; NULL for a user absent from intents
 -- cite: Chapelle et al., Information Retrieval 14(6), 2011; ndeval (TREC Web track) nERR-IA, ir_measures nERR_IA
 SELECT

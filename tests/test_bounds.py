@@ -129,12 +129,14 @@ def test_every_metric_stays_in_its_declared_range(asked, use_rank, data, truth, 
         exact = [m for m in asked if m.spec.supports_ties("average", resolve_metric(m, convention).all_options())]
         asked, ties = (exact, ties) if exact else (asked, None)
     # target=positions reads recs of one row per (user, item, position), which no list metric can read beside
-    # it (its estimators' values: test_logs_positions.py), and the slate and cascade weights are the list's
-    # (another target is refused): those are drawn with target=list here, before the cutoff probe reads them
+    # it (its estimators' values: test_logs_positions.py); the slate and cascade weights are the list's or
+    # target=slates' (another target is refused), and target=slates takes no other weights: those are drawn
+    # with target=list here, before the cutoff probe reads them
     def valid(m: recsql.Metric) -> recsql.Metric:
         options = m.all_options()
-        if m.spec.family == "off_policy" and options.get("target", "list") != "list" and (
-                options["target"] == "positions" or options.get("weights", "impression") != "impression"):
+        target, weighted = options.get("target", "list"), options.get("weights", "impression") != "impression"
+        if m.spec.family == "off_policy" and target != "list" and (
+                target == "positions" or (target == "slates") != weighted):
             return recsql.Metric(m.name, m.k, **{**dict(m.options), "target": "list"})
         return m
     asked = [with_cutoff_if_needed(valid(m), convention) for m in asked
