@@ -43,7 +43,7 @@ DENSE = ("SELECT DISTINCT u AS user_id, i AS item_id, 'g' || ((i * 7 + u + j * 3
 
 def statement(form: str, k: int) -> str:
     """``intent_ideal``'s query over the tables intent_judged and intent_alphas."""
-    from recsql.compose.intents import ideal_chain
+    from recsql.compose.intents import ideal_chain, list_values
     from recsql.compose.rewrite import substitute
     from recsql.templates import read_template
     from recsql.trees import parse
@@ -51,7 +51,7 @@ def statement(form: str, k: int) -> str:
         ctes, ideal = ideal_chain(k)
         return "WITH " + ", ".join(c.sql("duckdb") for c in ctes) + " " + ideal.sql("duckdb")
     name = "_intent_ideal.duckdb"
-    return substitute(parse(read_template(name)[1], read="duckdb"), {"intent_ideal_k": k}, name).sql("duckdb")
+    return substitute(parse(read_template(name)[1], read="duckdb"), list_values(k), name).sql("duckdb")
 
 
 def worker(shape: str, form: str, rows_out: Path) -> dict:

@@ -5,8 +5,9 @@
 -- over the steps 1..min($intent_ideal_k, items) whose state is every intent's seen count c_s, the items
 -- picked and the gains so far. At each step every item not yet picked has the gain
 -- sum over its intents s of (1 - alpha)^c_s (its terms added in ascending order), a picked item -1;
--- the pick is the first of the largest gains rounded to 1e-12, so the largest id among equal gains, as in
--- ndeval, and as in the chain, whose engines add an item's terms in an order of their own.
+-- the pick is the first of the largest gains rounded to 1e-12 (GAIN_GRAIN of recsql/compose/intents.py,
+-- shared with the chain), so the largest id among equal gains, as in ndeval, and as in the chain, whose
+-- engines add an item's terms in an order of their own.
 -- Its rows are the chain's, (user_id, alpha, step, gain), in a sixth of the time or less.
 SELECT p.user_id, p.alpha, CAST(UNNEST(RANGE(1, LEN(p.gains) + 1)) AS BIGINT) AS step, UNNEST(p.gains) AS gain
 FROM (
@@ -23,7 +24,7 @@ FROM (
                 [LIST_TRANSFORM(u.items, LAMBDA item, i: CASE WHEN state.picked[i] THEN -1.0 ELSE
                     LIST_SUM(LIST_SORT(LIST_TRANSFORM(item, LAMBDA s: POWER(1 - a.alpha, state.seen[s])))) END)],
                 LAMBDA gains: LIST_TRANSFORM(
-                    LIST_TRANSFORM([LIST_TRANSFORM(gains, LAMBDA g: FLOOR(g * 1e12 + 0.5))],
+                    LIST_TRANSFORM([LIST_TRANSFORM(gains, LAMBDA g: FLOOR(g * $gain_grain + 0.5))],
                                    LAMBDA keys: LIST_POSITION(keys, LIST_MAX(keys))), LAMBDA best: {
                     'seen': LIST_TRANSFORM(state.seen, LAMBDA c, s: c + CASE WHEN LIST_CONTAINS(u.items[best], s) THEN 1 ELSE 0 END),
                     'picked': LIST_TRANSFORM(state.picked, LAMBDA picked, i: picked OR i = best),

@@ -37,7 +37,7 @@
 --   src 4  ideal slot 1..k of gain 1 (feature slots, ideal = k_slots)
 --   src 5  item exposure of a run at cutoff `cut`, user_id NULL: the run's one "global" group
 --          (feature exposure: coverage, gini, personalization)
---   src 6  pair of list positions a < b (rank = b's position), feature pairs: diversity, kendall
+--   src 6  pair of judged list positions a < b (rank = b's position), feature pairs: kendall
 --   src 7  judged list item within cutoff `cut` with its rank-correlation ranks (feature corr: spearman)
 --   src 8  list position with its cascade terms for one (cascade_kind, cascade_grade) (feature cascade)
 --   src 10 depth d = 1..l of a user's list and expected_recs' list, both cut at `cut` (feature agreement:
@@ -75,6 +75,11 @@
 --          (log_position_*: the self-normalized slate estimators); for pbm_ips (feature log_pbm) the list's
 --          position of the logged item, the logged position, the slate's depth and the positions' estimated
 --          examination (log_exam_*)
+--   src 20 a list's top `cut` summed for its intra-list diversity by category (feature category_spread): the
+--          ordered pairs of items with a category (spread_pairs) and of two items of one category (spread_same)
+--   src 21 the same by feature vectors (feature feature_spread): the items with a non-zero vector
+--          (spread_items), Σ_f S_f² (spread_square) and Σ_i Σ_f u_if² (spread_self), u_i = x_i/‖x_i‖ and
+--          S_f = Σ_i u_if, so that the pairs' cosines sum to (spread_square − spread_self)/2
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -484,38 +489,70 @@ ee_rows AS (
     GROUP BY e.run_keys, e.user_id, e.item_id, e.model, e.patience, e.utility, e.k
 ),
 list_pairs AS (
-    SELECT a.run_keys, a.user_id, b.rank, a.item_id AS item_a, b.item_id AS item_b,
-        a.relevance AS relevance_a, b.relevance AS relevance_b
+    -- kendall's pairs: both items judged (a pair with an unjudged item has no sign, and counts nowhere)
+    SELECT a.run_keys, a.user_id, b.rank, a.relevance AS relevance_a, b.relevance AS relevance_b
     FROM list_rows AS a
     JOIN list_rows AS b ON a.run_keys = b.run_keys AND a.user_id = b.user_id AND a.rank < b.rank
-    WHERE b.rank <= $max_pair_k
+    WHERE b.rank <= $max_pair_k AND a.relevance IS NOT NULL AND b.relevance IS NOT NULL
+),
+pair_rows AS (
+    SELECT p.run_keys, p.user_id, 6 AS src, p.rank,
+        CASE WHEN p.relevance_a > p.relevance_b THEN CAST(1 AS BIGINT)
+             WHEN p.relevance_a < p.relevance_b THEN CAST(-1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS pair_sign
+    FROM list_pairs AS p
+),
+-- Intra-list diversity from per-list sums, not from its pairs (k(k − 1)/2 of them per list): the pairs of a
+-- list's top `cut` whose items both have a category number m(m − 1)/2 (m: those items), and those of one
+-- category Σ_c n_c(n_c − 1)/2; the cosines of the pairs whose items both have a feature vector of non-zero
+-- norm sum to (Σ_f S_f² − Σ_i Σ_f u_if²)/2, u_i = x_i/‖x_i‖ and S_f = Σ_i u_if over those m items.
+category_spread_cuts AS (
+    SELECT k FROM cutoffs
+),
+category_spread_counts AS (
+    SELECT l.run_keys, l.user_id, c.k AS cut, COUNT(*) AS n
+    FROM list_rows AS l
+    JOIN category_spread_cuts AS c ON l.rank <= c.k
+    JOIN items_in AS g ON g.item_id = l.item_id
+    WHERE g.category IS NOT NULL
+    GROUP BY l.run_keys, l.user_id, c.k, g.category
+),
+category_spread_rows AS (
+    -- src 20: ordered pairs of categorised items m(m − 1), and of items of one category Σ_c n_c(n_c − 1)
+    SELECT run_keys, user_id, 20 AS src, cut, SUM(n) * (SUM(n) - 1) AS spread_pairs, SUM(n * (n - 1)) AS spread_same
+    FROM category_spread_counts
+    GROUP BY run_keys, user_id, cut
+),
+feature_spread_cuts AS (
+    SELECT k FROM cutoffs
 ),
 feature_norms AS (
     SELECT item_id, SQRT(SUM(CAST(value AS DOUBLE) * value)) AS norm FROM features_in GROUP BY item_id
 ),
-pair_dots AS (
-    SELECT p.run_keys, p.user_id, p.item_a, p.item_b, SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
-    FROM list_pairs AS p
-    JOIN features_in AS fa ON fa.item_id = p.item_a
-    JOIN features_in AS fb ON fb.item_id = p.item_b AND fa.feature = fb.feature
-    GROUP BY p.run_keys, p.user_id, p.item_a, p.item_b
+feature_spread_items AS (
+    SELECT l.run_keys, l.user_id, c.k AS cut, l.item_id, n.norm
+    FROM list_rows AS l
+    JOIN feature_spread_cuts AS c ON l.rank <= c.k
+    JOIN feature_norms AS n ON n.item_id = l.item_id
+    WHERE n.norm > 0
 ),
-pair_rows AS (
-    SELECT p.run_keys, p.user_id, 6 AS src, p.rank,
-        CASE WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL THEN CAST(NULL AS BIGINT)
-             WHEN p.relevance_a > p.relevance_b THEN CAST(1 AS BIGINT)
-             WHEN p.relevance_a < p.relevance_b THEN CAST(-1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS pair_sign,
-        CAST(CASE WHEN ca.category IS NULL OR cb.category IS NULL THEN NULL
-                  WHEN ca.category = cb.category THEN 0 ELSE 1 END AS DOUBLE) AS pair_category_dissim,
-        CAST(CASE WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0 THEN NULL
-                  ELSE 1 - COALESCE(d.dot, 0) / (na.norm * nb.norm) END AS DOUBLE) AS pair_feature_dissim
-    FROM list_pairs AS p
-    LEFT JOIN items_in AS ca ON ca.item_id = p.item_a
-    LEFT JOIN items_in AS cb ON cb.item_id = p.item_b
-    LEFT JOIN feature_norms AS na ON na.item_id = p.item_a
-    LEFT JOIN feature_norms AS nb ON nb.item_id = p.item_b
-    LEFT JOIN pair_dots AS d
-        ON d.run_keys = p.run_keys AND d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
+feature_spread_sums AS (
+    SELECT i.run_keys, i.user_id, i.cut, SUM(CAST(f.value AS DOUBLE) / i.norm) AS unit_sum,
+        SUM((CAST(f.value AS DOUBLE) / i.norm) * (CAST(f.value AS DOUBLE) / i.norm)) AS unit_square
+    FROM feature_spread_items AS i
+    JOIN features_in AS f ON f.item_id = i.item_id
+    GROUP BY i.run_keys, i.user_id, i.cut, f.feature
+),
+feature_spread_rows AS (
+    -- src 21: the items with a vector m, Σ_f S_f² and Σ_i Σ_f u_if²
+    SELECT i.run_keys, i.user_id, 21 AS src, i.cut, i.n AS spread_items, s.spread_square, s.spread_self
+    FROM (
+        SELECT run_keys, user_id, cut, COUNT(*) AS n FROM feature_spread_items GROUP BY run_keys, user_id, cut
+    ) AS i
+    JOIN (
+        SELECT run_keys, user_id, cut, SUM(unit_sum * unit_sum) AS spread_square, SUM(unit_square) AS spread_self
+        FROM feature_spread_sums
+        GROUP BY run_keys, user_id, cut
+    ) AS s ON s.run_keys = i.run_keys AND s.user_id = i.user_id AND s.cut = i.cut
 ),
 corr_cuts AS (
     SELECT k FROM cutoffs
@@ -867,10 +904,16 @@ stacked AS (
         CAST(ee_exposure AS DOUBLE) AS ee_exposure, CAST(ee_target AS DOUBLE) AS ee_target
     FROM ee_rows
     UNION ALL
-    SELECT run_keys, user_id, src, rank, CAST(pair_sign AS BIGINT) AS pair_sign,
-        CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-        CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim
+    SELECT run_keys, user_id, src, rank, CAST(pair_sign AS BIGINT) AS pair_sign
     FROM pair_rows
+    UNION ALL
+    SELECT run_keys, user_id, src, cut, CAST(spread_pairs AS BIGINT) AS spread_pairs,
+        CAST(spread_same AS BIGINT) AS spread_same
+    FROM category_spread_rows
+    UNION ALL
+    SELECT run_keys, user_id, src, cut, CAST(spread_items AS BIGINT) AS spread_items,
+        CAST(spread_square AS DOUBLE) AS spread_square, CAST(spread_self AS DOUBLE) AS spread_self
+    FROM feature_spread_rows
     UNION ALL
     SELECT run_keys, user_id, src, cut, CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
         CAST(corr_rank_y AS DOUBLE) AS corr_rank_y
@@ -931,7 +974,7 @@ ranked AS (
         CAST(i.price AS DOUBLE) AS price, CAST(i.probability AS DOUBLE) AS probability, i.category AS category,
         i.head AS in_head,
         s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
-        s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
+        s.pair_sign, s.spread_pairs, s.spread_same, s.spread_items, s.spread_square, s.spread_self, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
         s.short_n, s.long_n, s.overlap, s.short_overlap, s.category_weight, s.category_patience, s.category_source, s.category_name, s.p_share, s.q_share,
         s.uniform_share, s.items_share,

@@ -364,7 +364,7 @@ def test_duckdbs_greedy_ideal_from_lists_is_the_chains_and_pythons(rows, alphas,
     list: the same picks' gains, step by step (the example: three items tied at the first step, of which the
     largest id leaves gains 2, 1.5, 1.5 and the smallest 2, 2, 1, as in test_the_greedy_ideal_breaks_ties_as_ndeval)."""
     import duckdb
-    from recsql.compose.intents import ideal_chain
+    from recsql.compose.intents import ideal_chain, list_values
     from recsql.compose.rewrite import substitute
     from recsql.templates import read_template
     from recsql.trees import parse
@@ -375,7 +375,7 @@ def test_duckdbs_greedy_ideal_from_lists_is_the_chains_and_pythons(rows, alphas,
     con.execute("CREATE TABLE intent_alphas AS SELECT CAST(UNNEST(?) AS DOUBLE) AS alpha", [alphas])
     ctes, ideal = ideal_chain(k)
     chain = "WITH " + ", ".join(c.sql("duckdb") for c in ctes) + " " + ideal.sql("duckdb")
-    lists = substitute(parse(read_template("_intent_ideal.duckdb")[1], read="duckdb"), {"intent_ideal_k": k}, "test")
+    lists = substitute(parse(read_template("_intent_ideal.duckdb")[1], read="duckdb"), list_values(k), "test")
     got = {name: con.execute(f"SELECT user_id, alpha, step, gain FROM ({sql}) AS q ORDER BY 1, 2, 3").fetchall()
            for name, sql in (("chain", chain), ("lists", lists.sql("duckdb")))}
     judged: dict = {}

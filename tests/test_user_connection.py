@@ -19,7 +19,7 @@ from recsql.engines.datafusion import DataFusionRunner
 from recsql.engines.mysql import MySQLRunner
 from recsql.engines.spark import SparkRunner
 from recsql.engines.sqlite import SQLiteRunner
-from recsql.engines.steps import too_large
+from recsql.engines.steps import oversized
 from support.capabilities import engines_with
 from support.engines import start
 
@@ -364,7 +364,7 @@ def test_the_intent_aware_metrics_at_100_run_in_steps_with_duckdbs_numbers(name,
             got_compare = recsql.compare(names["runs"], names["truth"], asked, run_cols="model", con=engine.con,
                                          intents=names["intents"], resamples=50, seed=3)
         assert 0 < evaluated and (evaluated < len(made) if compared else evaluated == len(made))
-        assert not any(too_large(sql, name) for _, sql in made)
+        assert all(oversized(sql, name) is None for _, sql in made)
         with runner_for(engine.con) as reader:
             for table, _ in made:  # each dropped (MariaDB lists no temporary table anywhere): reading it fails
                 with pytest.raises(recsql.RecsqlError, match="the evaluation query failed"):

@@ -22,6 +22,7 @@ from sqlglot import exp
 from ..trees import parse
 
 MAX_IDEAL_K = 100  # steps of the chain: a larger cutoff is refused
+GAIN_GRAIN = "1e12"  # gains are compared as FLOOR(gain * GAIN_GRAIN + 0.5), in the chain and in the DuckDB lists
 
 _FIRST = ("SELECT j.user_id, a.alpha, j.item_id, j.intent, CAST(NULL AS BIGINT) AS step, CAST(NULL AS DOUBLE) AS gain "
           "FROM intent_judged AS j CROSS JOIN intent_alphas AS a")
@@ -39,12 +40,17 @@ def _step(before: str, step: int) -> str:
              f"FROM ({seen}) AS c")
     ranked = ("SELECT g.user_id, g.alpha, g.item_id, g.intent, g.step, g.gain, g.item_gain, "
               "DENSE_RANK() OVER (PARTITION BY g.user_id, g.alpha ORDER BY CASE WHEN g.step IS NULL THEN 0 ELSE 1 END, "
-              "FLOOR(g.item_gain * 1e12 + 0.5) DESC, g.item_id DESC) AS best "
+              f"FLOOR(g.item_gain * {GAIN_GRAIN} + 0.5) DESC, g.item_id DESC) AS best "
               f"FROM ({gains}) AS g")
     return ("SELECT r.user_id, r.alpha, r.item_id, r.intent, "
             f"CASE WHEN r.step IS NULL AND r.best = 1 THEN CAST({step} AS BIGINT) ELSE r.step END AS step, "
             "CASE WHEN r.step IS NULL AND r.best = 1 THEN r.item_gain ELSE r.gain END AS gain "
             f"FROM ({ranked}) AS r")
+
+
+def list_values(steps: int) -> dict[str, object]:
+    """The values of sql/_intent_ideal.duckdb.sql's placeholders for ``steps`` picks."""
+    return {"intent_ideal_k": steps, "gain_grain": exp.Literal.number(GAIN_GRAIN)}
 
 
 def ideal_chain(steps: int) -> tuple[list[exp.CTE], exp.Select]:

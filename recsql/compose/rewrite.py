@@ -13,6 +13,8 @@ from .plan import RUN_KEYS
 def _literal(value: object) -> exp.Expression:
     if value is None:
         return exp.null()
+    if isinstance(value, exp.Expression):  # a literal written as the SQL it is (1e12)
+        return value.copy()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return exp.Literal.number(value)
     return exp.Literal.string(str(value))

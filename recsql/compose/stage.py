@@ -14,7 +14,7 @@ from ..templates import read_template
 from ..trees import CopiedOnRead, nodes, parse
 from .inputs import collation
 from .features import ATTENTION, ideal_cutoff, largest_cutoff, stage_features
-from .intents import ideal_chain
+from .intents import ideal_chain, list_values
 from .plan import TOPK_MAX_K, Plan, View, internal_runs, logs_runs, order_datatype, truth_runs as truth_run_keys
 from .policy import target_rows
 from .samples import gather_samples
@@ -54,6 +54,7 @@ def _parsed_stage() -> exp.Select:
 # Optional parts of the stage, each kept only when an asked metric's header names its feature.
 # UNION ALL branches of `stacked`, by the CTE they read:
 BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
+             "category_spread": "category_spread_rows", "feature_spread": "feature_spread_rows",
              "corr": "corr_rows", "cascade": "cascade_rows",
              "agreement": "agreement_rows", "category_shares": "category_rows", "intents": "intent_rows",
              "intent_depths": "intent_depths", "attention": "attention_rows", "attention_groups": "attention_groups",
@@ -64,8 +65,7 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
 _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
           "intents": ("ranked", {"ius"}), "intent_ideal": ("intent_depths", {"i"}),
-          "catalog": ("ranked", {"cs"}), "tail_items": ("ranked", {"tl"}), "category_targets": ("category_rows", {"t"}), "categories": ("pair_rows", {"ca", "cb"}),
-          "feature_vectors": ("pair_rows", {"na", "nb", "d"}),
+          "catalog": ("ranked", {"cs"}), "tail_items": ("ranked", {"tl"}), "category_targets": ("category_rows", {"t"}),
           # the logged impressions' joins, each read by the estimators of one target or of the reward model
           "log_list": ("log_rows", {"s"}), "log_scores": ("log_rows", {"c"}), "log_factual": ("log_rows", {"qf"}),
           "log_model_list": ("log_rows", {"a", "qa"}), "log_model_scores": ("log_rows", {"p"}),
@@ -79,6 +79,7 @@ _COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_firs
 
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
 _CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr",
+               "category_spread_cuts": "category_spread", "feature_spread_cuts": "feature_spread",
                "agreement_cuts": "agreement", "bias_cuts": "popularity_bias"}
 
 
@@ -161,7 +162,7 @@ def _intent_ideal(plan: Plan, order: list[str], ctes: dict[str, exp.CTE], featur
     if plan.topk:
         name = f"_intent_ideal.{plan.topk}"
         override = parse(read_template(name)[1], read="duckdb")
-        ctes["intent_ideal"].set("this", substitute(override, {"intent_ideal_k": steps}, f"sql/{name}.sql"))
+        ctes["intent_ideal"].set("this", substitute(override, list_values(steps), f"sql/{name}.sql"))
         return
     chain, ideal = ideal_chain(steps)
     ctes["intent_ideal"].set("this", ideal)

@@ -154,17 +154,12 @@ def _cuts(bodies: dict[str, exp.Expression], reads: dict[str, set[str]], final: 
     return cut
 
 
-def too_large(sql: str, dialect: str) -> bool:
-    """Whether ``sql`` (in recsql's ``dialect``) holds more CTEs, or nests more SELECTs through its CTEs, than
-    one statement may there (:attr:`recsql.dialects.Dialect.step_ctes`, ``step_depth``), so that the
-    dialect's runner runs it in steps."""
-    return oversized(sql, dialect) is not None
-
-
 def oversized(sql: str, dialect: str) -> exp.Expression | None:
-    """``sql`` parsed, where it is :func:`too_large` (for :func:`fetch_in_steps`, which would parse it again);
-    None where it is not. Parsed only where its text could be: a CTE holds a SELECT, and a path of nested
-    SELECTs passes each once, so a text of no more ``SELECT`` than the limits is within them."""
+    """``sql`` parsed, where it holds more CTEs, or nests more SELECTs through its CTEs, than one statement
+    may in recsql's ``dialect`` (:attr:`recsql.dialects.Dialect.step_ctes`, ``step_depth``), so that the
+    dialect's runner runs it in steps (:func:`fetch_in_steps`, which takes the tree); None where it is not.
+    Parsed only where its text could be: a CTE holds a SELECT, and a path of nested SELECTs passes each once,
+    so a text of no more ``SELECT`` than the limits is within them."""
     spec = dialect_spec(dialect)
     limits = [limit for limit in (spec.step_ctes, spec.step_depth) if limit]
     if not limits or sql.count("SELECT") <= min(limits):
