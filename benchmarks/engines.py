@@ -2,6 +2,7 @@
 
     python benchmarks/engines.py                          # all seven engines (PostgreSQL and MariaDB started here)
     python benchmarks/engines.py --engines duckdb,sqlite  # a subset
+    python benchmarks/engines.py --metrics "diversity@100,kendall@100"  # some metrics, not the registry's
 
 The data (``movielens_shaped``, NumPy with a fixed seed, so the same tables on every run): 943 users with
 100 recommendations each (94,300 rows, scores on a 3-decimal grid, so ties occur), 1,682 items, about
@@ -129,8 +130,8 @@ class PeakMemory:
         self.peak = max(self.peak, self._total())
 
 
-def worker(name: str) -> dict:
-    """Start engine ``name``, load the tables, time one evaluate of every metric."""
+def worker(name: str, asked: list[str]) -> dict:
+    """Start engine ``name``, load the tables, time one evaluate of the metrics ``asked``."""
     sys.path.insert(0, str(REPO / "tests"))
     import recsql
     from support.engines import start
@@ -143,7 +144,6 @@ def worker(name: str) -> dict:
             from datafusion import RuntimeEnvBuilder, SessionConfig, SessionContext
             engine.con = SessionContext(SessionConfig(), RuntimeEnvBuilder().with_fair_spill_pool(LIMIT_GB * 2**30))
         tables = {role: engine.load(frame) for role, frame in frames.items()}
-        asked = metrics()
         roots = ()
         if name == "postgres":  # started by pg_ctl, so not our child: the postmaster serving this connection
             import psutil
@@ -160,17 +160,30 @@ def worker(name: str) -> dict:
                            for m in asked}}
 
 
-def run_worker(name: str, cache: Path, timeout: float) -> dict:
+def run_worker(name: str, asked: list[str], cache: Path, timeout: float) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
            "RECSQL_CACHE_DIR": str(cache / name)}
     try:
-        done = subprocess.run([sys.executable, __file__, "--worker", name], cwd=REPO, env=env, capture_output=True,
+        done = subprocess.run([sys.executable, __file__, "--worker", name, "--metrics", ",".join(asked)], cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"engine": name, "error": f"stopped after {timeout:.0f} s (--timeout)"}
     if done.returncode != 0:
         return {"engine": name, "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _split(text: str) -> list[str]:
+    """Metrics separated by commas outside parentheses (``diversity(by=features)@100,kendall@100``)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [p for p in [*parts, current] if p.strip()]
 
 
 def _version(package: str) -> str:
@@ -205,10 +218,12 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per engine (start, load and query)")
+    parser.add_argument("--metrics", help="comma-separated metrics to ask (default: every metric of the registry)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    asked = [m.strip() for m in _split(args.metrics)] if args.metrics else metrics()
     if args.worker:
-        print(json.dumps(worker(args.worker)))
+        print(json.dumps(worker(args.worker, asked)))
         return
     names = [n.strip() for n in args.engines.split(",") if n.strip()]
     unknown = sorted(set(names) - set(ENGINES))
@@ -219,12 +234,13 @@ def main() -> None:
         results = []
         for name in names:
             print(f"{name} ...", flush=True)
-            results.append(run_worker(name, Path(cache), args.timeout))
+            results.append(run_worker(name, asked, Path(cache), args.timeout))
             print("  " + (results[-1].get("error") or f"{results[-1]['seconds']:.2f} s, {results[-1]['peak_mb']:,.0f} MB"),
                   flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "command": "python benchmarks/engines.py" + (f" --engines {args.engines}" if args.engines != ",".join(ENGINES) else ""),
+            "command": "python benchmarks/engines.py" + (f" --engines {args.engines}" if args.engines != ",".join(ENGINES) else "")
+                       + (f' --metrics "{args.metrics}"' if args.metrics else ""),
             "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
             "load_before": [round(x, 1) for x in load_before], "load_after": [round(x, 1) for x in os.getloadavg()],
             "versions": {p: _version(p) for p in ("duckdb", "psycopg", "pymysql", "pyspark", "chdb", "datafusion")}}
@@ -236,7 +252,8 @@ def main() -> None:
         f"{meta['date']}, commit {commit}, `{meta['command']}`; {meta['machine']}; load average "
         f"{meta['load_before'][0]} before, {meta['load_after'][0]} after; versions: "
         + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".\n\n"
-        + f"One cold `recsql.evaluate` of every metric ({len(metrics())}) on MovieLens-100K-shaped data, a statement "
+        + f"One cold `recsql.evaluate` of {'every metric' if not args.metrics else 'the metrics asked'} ({len(asked)}) "
+        "on MovieLens-100K-shaped data, a statement "
         "too large for an engine run in steps (benchmarks/engines.py's docstring).\n\n"
         + table(results) + "\n")
     print(table(results))
