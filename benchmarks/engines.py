@@ -2,7 +2,7 @@
 
     python benchmarks/engines.py                          # all seven engines (PostgreSQL and MariaDB started here)
     python benchmarks/engines.py --engines duckdb,sqlite  # a subset
-    python benchmarks/engines.py --metrics "diversity@100,kendall@100"  # some metrics, not the registry's
+    python benchmarks/engines.py -m diversity@100 -m kendall@100  # some metrics, not the registry's
 
 The data (``movielens_shaped``, NumPy with a fixed seed, so the same tables on every run): 943 users with
 100 recommendations each (94,300 rows, scores on a 3-decimal grid, so ties occur), 1,682 items, about
@@ -164,26 +164,13 @@ def run_worker(name: str, asked: list[str], cache: Path, timeout: float) -> dict
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
            "RECSQL_CACHE_DIR": str(cache / name)}
     try:
-        done = subprocess.run([sys.executable, __file__, "--worker", name, "--metrics", ",".join(asked)], cwd=REPO, env=env, capture_output=True,
+        done = subprocess.run([sys.executable, __file__, "--worker", name, *(flag for m in asked for flag in ("-m", m))], cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"engine": name, "error": f"stopped after {timeout:.0f} s (--timeout)"}
     if done.returncode != 0:
         return {"engine": name, "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _split(text: str) -> list[str]:
-    """Metrics separated by commas outside parentheses (``diversity(by=features)@100,kendall@100``)."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [p for p in [*parts, current] if p.strip()]
 
 
 def _version(package: str) -> str:
@@ -218,10 +205,11 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per engine (start, load and query)")
-    parser.add_argument("--metrics", help="comma-separated metrics to ask (default: every metric of the registry)")
+    parser.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
+                        help="a metric to ask, as recsql evaluate's -m; repeat it (default: every metric of the registry)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    asked = [m.strip() for m in _split(args.metrics)] if args.metrics else metrics()
+    asked = args.metrics or metrics()
     if args.worker:
         print(json.dumps(worker(args.worker, asked)))
         return
@@ -240,7 +228,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
             "command": "python benchmarks/engines.py" + (f" --engines {args.engines}" if args.engines != ",".join(ENGINES) else "")
-                       + (f' --metrics "{args.metrics}"' if args.metrics else ""),
+                       + "".join(f" -m '{m}'" for m in args.metrics or ()),
             "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
             "load_before": [round(x, 1) for x in load_before], "load_after": [round(x, 1) for x in os.getloadavg()],
             "versions": {p: _version(p) for p in ("duckdb", "psycopg", "pymysql", "pyspark", "chdb", "datafusion")}}
