@@ -536,11 +536,14 @@ feature_spread_items AS (
     WHERE n.norm > 0
 ),
 feature_spread_sums AS (
-    SELECT i.run_keys, i.user_id, i.cut, SUM(CAST(f.value AS DOUBLE) / i.norm) AS unit_sum,
-        SUM((CAST(f.value AS DOUBLE) / i.norm) * (CAST(f.value AS DOUBLE) / i.norm)) AS unit_square
-    FROM feature_spread_items AS i
-    JOIN features_in AS f ON f.item_id = i.item_id
-    GROUP BY i.run_keys, i.user_id, i.cut, f.feature
+    -- per list and feature f, with u_if = x_if / ‖x_i‖ (item i's unit vector): S_f = Σ_i u_if and Σ_i u_if²
+    SELECT run_keys, user_id, cut, SUM(unit) AS unit_sum, SUM(unit * unit) AS unit_square
+    FROM (
+        SELECT i.run_keys, i.user_id, i.cut, f.feature, CAST(f.value AS DOUBLE) / i.norm AS unit
+        FROM feature_spread_items AS i
+        JOIN features_in AS f ON f.item_id = i.item_id
+    ) AS u
+    GROUP BY run_keys, user_id, cut, feature
 ),
 feature_spread_rows AS (
     -- src 21: the items with a vector m, Σ_f S_f² and Σ_i Σ_f u_if²
