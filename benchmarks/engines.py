@@ -22,6 +22,11 @@ it started (the server, Spark's JVM) is sampled every 50 ms while the call runs.
 from a connection, so their peak is what is recorded. Every engine's per-metric summary is compared with
 DuckDB's.
 
+The machine's speed changes from hour to hour (DuckDB's call has taken 2.9 s in one hour and 9.1 s in
+another), more than some engines differ from each other. So DuckDB runs again, in a fresh process, just
+before each other engine, and each engine's ratio is to that DuckDB call, a minute apart at most, not to
+one taken at the start of the run. The DuckDB row gives its first call and the range of all of them.
+
 Results: ``benchmarks/results/engines.md`` and ``engines.json`` (date, commit, machine, load before and
 after, versions, each engine's seconds, peak memory, ratio to DuckDB and largest difference).
 """
@@ -162,7 +167,7 @@ def worker(name: str, asked: list[str]) -> dict:
 
 def run_worker(name: str, asked: list[str], cache: Path, timeout: float) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
-           "RECSQL_CACHE_DIR": str(cache / name)}
+           "RECSQL_CACHE_DIR": str(cache)}  # private and empty: every call composes its statement
     try:
         done = subprocess.run([sys.executable, __file__, "--worker", name, *(flag for m in asked for flag in ("-m", m))], cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=timeout)
@@ -171,6 +176,10 @@ def run_worker(name: str, asked: list[str], cache: Path, timeout: float) -> dict
     if done.returncode != 0:
         return {"engine": name, "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _said(result: dict) -> str:
+    return result.get("error") or f"{result['seconds']:.2f} s, {result['peak_mb']:,.0f} MB"
 
 
 def _version(package: str) -> str:
@@ -183,20 +192,27 @@ def _version(package: str) -> str:
 
 def table(results: list[dict]) -> str:
     base = next((r for r in results if r["engine"] == "duckdb" and "seconds" in r), None)
-    lines = ["| engine | metrics | seconds | ÷ DuckDB | peak memory (process and servers) | largest difference from DuckDB |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = ["| engine | metrics | seconds | DuckDB just before | ÷ DuckDB | peak memory (process and servers) "
+             "| largest difference from DuckDB |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['engine']} | | failed: {r['error'][:120]} | | | |")
+            lines.append(f"| {r['engine']} | | failed: {r['error'][:120]} | | | | |")
             continue
-        ratio = f"{r['seconds'] / base['seconds']:.1f}×" if base else "-"
+        duckdb = r.get("duckdb_seconds", base["seconds"] if base else None)
+        ratio = f"{r['seconds'] / duckdb:.1f}×" if duckdb else "-"
+        before = (f"{duckdb:.2f}" if "duckdb_seconds" in r
+                  else f"{min(r['runs']):.2f}–{max(r['runs']):.2f} in all" if len(r.get("runs", ())) > 1 else "")
         diff = "-"
         if base:
             gaps = [abs(v - base["values"][m]) for m, v in r["values"].items()
                     if v is not None and base["values"].get(m) is not None]
             mismatched = [m for m, v in r["values"].items() if (v is None) != (base["values"].get(m) is None)]
             diff = f"{max(gaps):.1e}" + (f" ({len(mismatched)} NULL where DuckDB has a value)" if mismatched else "")
-        lines.append(f"| {r['engine']} | {r['metrics']} | {r['seconds']:.2f} | {ratio} | {r['peak_mb']:,.0f} MB | {diff} |")
+            if r is base and "runs_gap" in r:
+                diff = f"{r['runs_gap']:.1e} between its calls"
+        lines.append(f"| {r['engine']} | {r['metrics']} | {r['seconds']:.2f} | {before} | {ratio} | {r['peak_mb']:,.0f} MB "
+                     f"| {diff} |")
     return "\n".join(lines)
 
 
@@ -219,12 +235,23 @@ def main() -> None:
         parser.error(f"--engines: unknown {unknown[0]!r}; choose from {', '.join(ENGINES)}")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="recsql-bench-cache-") as cache:
-        results = []
+        results, beside = [], []
         for name in names:
+            if name != "duckdb" and "duckdb" in names:  # DuckDB again, just before: the ratio's own minute
+                print(f"duckdb, before {name} ...", flush=True)
+                beside.append(run_worker("duckdb", asked, Path(cache) / f"duckdb-before-{name}", args.timeout))
+                print("  " + _said(beside[-1]), flush=True)
             print(f"{name} ...", flush=True)
-            results.append(run_worker(name, asked, Path(cache), args.timeout))
-            print("  " + (results[-1].get("error") or f"{results[-1]['seconds']:.2f} s, {results[-1]['peak_mb']:,.0f} MB"),
-                  flush=True)
+            results.append(run_worker(name, asked, Path(cache) / name, args.timeout))
+            if beside and name != "duckdb" and "seconds" in beside[-1]:
+                results[-1]["duckdb_seconds"] = beside[-1]["seconds"]
+            print("  " + _said(results[-1]), flush=True)
+        for r in results:
+            if r["engine"] == "duckdb" and "seconds" in r:
+                r["runs"] = [r["seconds"], *(b["seconds"] for b in beside if "seconds" in b)]
+                r["runs_gap"] = max((abs(v - r["values"][m]) for b in beside if "seconds" in b
+                                     for m, v in b["values"].items() if v is not None and r["values"][m] is not None),
+                                    default=0.0)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
             "command": "python benchmarks/engines.py" + (f" --engines {args.engines}" if args.engines != ",".join(ENGINES) else "")
@@ -242,7 +269,8 @@ def main() -> None:
         + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".\n\n"
         + f"One cold `recsql.evaluate` of {'every metric' if not args.metrics else 'the metrics asked'} ({len(asked)}) "
         "on MovieLens-100K-shaped data, a statement "
-        "too large for an engine run in steps (benchmarks/engines.py's docstring).\n\n"
+        "too large for an engine run in steps (benchmarks/engines.py's docstring). Each engine's ratio is to "
+        "DuckDB's call in a fresh process just before it.\n\n"
         + table(results) + "\n")
     print(table(results))
 
