@@ -225,6 +225,7 @@ def main() -> None:
                         help="a metric to ask, as recsql evaluate's -m; repeat it (default: every metric of the registry)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sys.path.insert(0, str(REPO))  # this checkout's recsql, as the workers' PYTHONPATH gives them
     asked = args.metrics or metrics()
     if args.worker:
         print(json.dumps(worker(args.worker, asked)))
