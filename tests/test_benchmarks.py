@@ -113,3 +113,23 @@ def test_the_report_benchmark_times_cold_processes_and_build_report_in_one_proce
     assert set(result["in_process"]) == {"side by side", "in turn"}
     assert all(t["pairs"] == 1 and len(t["seconds"]) == 1 and t["median"] > 0 for t in result["in_process"].values())
     assert "| side by side |" in (tmp_path / "report.md").read_text()
+
+
+def test_the_engines_benchmark_takes_each_ratio_to_duckdb_just_before(tmp_path):
+    """benchmarks/engines.py end to end on two engines and one metric, real worker processes: DuckDB runs
+    first and again just before SQLite, each call composes its statement (an empty cache of its own), and
+    SQLite's ratio is to the DuckDB call just before it; SQLite's summary is compared with DuckDB's."""
+    import subprocess
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "engines.py"), "--engines", "duckdb,sqlite",
+                           "-m", "ndcg@10", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    results = {r["engine"]: r for r in json.loads((tmp_path / "engines.json").read_text())["results"]}
+    duckdb_row, sqlite_row = results["duckdb"], results["sqlite"]
+    assert len(duckdb_row["runs"]) == 2 and duckdb_row["runs"][0] == duckdb_row["seconds"]
+    assert sqlite_row["duckdb_seconds"] == duckdb_row["runs"][1]
+    assert duckdb_row["runs_gap"] < 1e-12
+    assert sqlite_row["values"]["ndcg@10"] == pytest.approx(duckdb_row["values"]["ndcg@10"], abs=1e-12)
+    assert 0 < duckdb_row["values"]["ndcg@10"] < 1
+    table = (tmp_path / "engines.md").read_text()
+    ratio = sqlite_row["seconds"] / sqlite_row["duckdb_seconds"]
+    assert f"| sqlite | 1 | {sqlite_row['seconds']:.2f} | {sqlite_row['duckdb_seconds']:.2f} | {ratio:.1f}× |" in table
