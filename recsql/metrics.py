@@ -187,12 +187,17 @@ def parse_metric(text: Union[str, Metric]) -> Metric:
         close = _matching_paren(rest, text)
         options = _split_options(rest[1:close], text)
         rest = rest[close + 1:].strip()
+    resolve_name(name)
     k: str | None = None
     if rest.startswith("@"):
         k = rest[1:].strip()
+        if "," in k:  # 'ndcg@10,map@5' or 'ndcg(gain=exponential)@5,10': several metrics in one string
+            head = text[:len(text) - len(rest)].strip()
+            each = [f"{head}@{part.strip()}" if part.strip().isdigit() else part.strip() for part in k.split(",")]
+            raise RecsqlError(f"metric {text.strip()!r}: a cutoff is one whole number >= 1, not {k!r}; ask each "
+                              f"metric on its own: {each!r} in Python, -m once for each on the command line")
     elif rest:
         raise RecsqlError(f"cannot read metric {text!r}: unexpected {rest!r}; write it as 'name@k'")
-    resolve_name(name)
     metric = Metric(name, k, **options)
     metric.asked = text.strip()
     return metric
