@@ -1,7 +1,8 @@
--- DuckDB override of the stage's list_ranked CTE (sql/_ranked.sql) for the main list ranked by a given rank column
--- (ord), its ties broken by the item id itself: the same rows, in the same order, as sql/_topk.duckdb.sql (each
--- user's best $max_k rows by (ord, item_id)), from heaps on the rank alone. A heap keyed by the tuple (ord, item_id)
--- builds and compares a sort key per row; keyed by ord, it compares doubles (2.3x as fast on 10M ranked rows).
+-- DuckDB override of the stage's list_ranked CTE (sql/_ranked.sql) for the main list, ranked by a given rank column
+-- or by scores (ord: the rank, or -score), its ties broken by the item id itself: the same rows, in the same order,
+-- as sql/_topk.duckdb.sql (each user's best $max_k rows by (ord, item_id)), from heaps on the order alone. A heap
+-- keyed by the tuple (ord, item_id) builds and compares a sort key per row; keyed by ord, it compares doubles (2.3x
+-- as fast on 10M ranked rows) and holds less memory (10M scored rows fit a 400 MB memory limit).
 -- How: each user's $max_k + 1 smallest ords (MIN(ord, n)) and the items that hold them (MIN_BY(item_id, ord, n)),
 -- both in ascending ord, so zipped they pair each item with its ord. Let v be the $max_k-th smallest ord. When the
 -- next one is larger (or there is none), every row with ord <= v is in the heap, and no row outside it ties v: the

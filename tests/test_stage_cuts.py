@@ -188,7 +188,8 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
     rows: invalid = a NULL run, user, item or score, or a score NaN or ±inf; duplicates = Σ (n - 1)
     over the (run, user, item) keys among each list's first k rows (score descending, item ascending),
     counted on recs without invalid rows (where the order is defined). ``ranked``: the score column given as
-    a rank (ascending; the heaps on the rank alone, sql/_topk_split.duckdb.sql, and list_tops' lists)."""
+    a rank (ascending). Either way the heaps are on the order alone (sql/_topk_split.duckdb.sql, and list_tops'
+    lists)."""
     def invalid(row) -> bool:
         return None in row or row[3] != row[3] or abs(row[3]) == float("inf")
     if clean:
@@ -199,7 +200,7 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
     asked = [f"ndcg@{k}", f"map@{k}"]
     order = {"rank_col": "score"} if ranked else {}
     sql = recsql.to_sql(metrics=asked, dialect="duckdb", run_cols="model", **order)
-    assert "list_heads" in sql and "recs_in AS NOT MATERIALIZED" in sql and ("list_tops" in sql) == ranked
+    assert "list_heads" in sql and "recs_in AS NOT MATERIALIZED" in sql and "list_tops" in sql
     con = duckdb.connect()
     con.execute("CREATE TABLE recs (model VARCHAR, user_id BIGINT, item_id BIGINT, score DOUBLE)")
     con.executemany("INSERT INTO recs VALUES (?, ?, ?, ?)", [list(r) for r in rows])
@@ -215,14 +216,16 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
         assert set(summary["recs_duplicate_rows"]) == {copies}
 
 
-def _ranked_rows(rows: list[tuple], k: int) -> list[tuple]:
-    """DuckDB's ranked rows (list_ranked: the run key, user, item, rank) of recs ``rows`` (run, user, item, given
-    rank), inserted in their order, for metrics cut at ``k``."""
-    sql = recsql.to_sql(metrics=[f"ndcg@{k}"], dialect="duckdb", run_cols="model", rank_col="given")
+def _ranked_rows(rows: list[tuple], k: int, by: str = "rank") -> list[tuple]:
+    """DuckDB's ranked rows (list_ranked: the run key, user, item, rank) of recs ``rows`` (run, user, item, value),
+    inserted in their order, for metrics cut at ``k``: ``by`` "rank", the value is a given rank (ascending);
+    "score", a score (descending)."""
+    order = {"rank_col": "given"} if by == "rank" else {"score_col": "given"}
+    sql = recsql.to_sql(metrics=[f"ndcg@{k}"], dialect="duckdb", run_cols="model", **order)
     sql = sqlglot.parse_one(sql, read="duckdb")
     ranked = exp.select("*").from_("list_ranked")
     ranked.set("with_" if "with_" in sql.args else "with", sql.args.get("with_") or sql.args.get("with"))
-    assert "list_tops" in ranked.sql("duckdb")  # the heaps on the rank alone (sql/_topk_split.duckdb.sql)
+    assert "list_tops" in ranked.sql("duckdb")  # the heaps on the order alone (sql/_topk_split.duckdb.sql)
     con = duckdb.connect()
     con.execute("CREATE TABLE recs (model VARCHAR, user_id BIGINT, item_id BIGINT, given DOUBLE)")
     con.executemany("INSERT INTO recs VALUES (?, ?, ?, ?)", [list(r) for r in rows])
@@ -230,33 +233,38 @@ def _ranked_rows(rows: list[tuple], k: int) -> list[tuple]:
     return sorted(con.execute(ranked.sql("duckdb")).fetchall())
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(1, 3), st.integers(1, 12),
-                               st.sampled_from([1.0, 2.0, 2.5])), min_size=1, max_size=60),
-       k=st.integers(1, 6), order=st.sampled_from(["drawn", "largest items first", "shuffled"]), rng=st.randoms())
-def test_the_heaps_rank_each_list_as_sorting_it_does_ties_across_the_cut_included(rows, k, order, rng):
-    """DuckDB's main list, ranked by a given rank column, from heaps on the rank alone, k + 1 deep
-    (sql/_topk_split.duckdb.sql), with three ranks only, so most lists tie across the cut (which recs read
-    again settles): each (run, user)'s ranked rows are plain Python's sort of its rows, rank ascending then
-    item ascending, cut at k, duplicates kept as rows. Rows inserted as drawn, with the largest items first or
-    shuffled (which tied rows a heap keeps depends on the order it meets them)."""
+                               st.sampled_from([1.0, 2.0, 2.5, 0.0, -0.0])), min_size=1, max_size=60),
+       k=st.integers(1, 6), order=st.sampled_from(["drawn", "largest items first", "shuffled"]), rng=st.randoms(),
+       by=st.sampled_from(["rank", "score"]))
+def test_the_heaps_rank_each_list_as_sorting_it_does_ties_across_the_cut_included(rows, k, order, rng, by):
+    """DuckDB's main list, ranked by a given rank column or by scores, from heaps on the order alone, k + 1
+    deep (sql/_topk_split.duckdb.sql), with a few values only (0.0 and -0.0 among them, which compare equal),
+    so most lists tie across the cut (which recs read again settles): each (run, user)'s ranked rows are plain
+    Python's sort of its rows, rank ascending (score descending) then item ascending, cut at k, duplicates kept
+    as rows. Rows inserted as drawn, with the largest items first or shuffled (which tied rows a heap keeps
+    depends on the order it meets them)."""
     if order == "largest items first":
         rows = sorted(rows, key=lambda r: -r[2])
     elif order == "shuffled":
         rng.shuffle(rows)
+    sign = 1 if by == "rank" else -1
     want = sorted((run, user, r[2], rank) for run, user in {(r[0], r[1]) for r in rows}
                   for rank, r in enumerate(sorted((r for r in rows if (r[0], r[1]) == (run, user)),
-                                                  key=lambda r: (r[3], r[2]))[:k], start=1))
-    assert _ranked_rows(rows, k) == want
+                                                  key=lambda r: (sign * r[3], r[2]))[:k], start=1))
+    assert _ranked_rows(rows, k, by) == want
 
 
-def test_a_tie_across_the_cut_is_settled_by_the_item_id():
-    """Worked example: items 5, 4, 3, 2, 1 all ranked 2, then item 9 ranked 1, inserted in that order. Cut at 2,
-    the list is items 1 and 2 (a heap of 3 on the rank alone held 3, 4 and 5); cut at 3, item 9 and then 1 and
-    2."""
-    rows = [("a", 1, item, 2.0) for item in (5, 4, 3, 2, 1)]
-    assert _ranked_rows(rows, 2) == [("a", 1, 1, 1), ("a", 1, 2, 2)]
-    assert _ranked_rows([*rows, ("a", 1, 9, 1.0)], 3) == [("a", 1, 1, 2), ("a", 1, 2, 3), ("a", 1, 9, 1)]
+@pytest.mark.parametrize("by, value", [("rank", 2.0), ("score", 0.5)])
+def test_a_tie_across_the_cut_is_settled_by_the_item_id(by, value):
+    """Worked example: items 5, 4, 3, 2, 1 all ranked 2 (or scored 0.5), then item 9 ranked 1 (scored 0.9),
+    inserted in that order. Cut at 2, the list is items 1 and 2 (a heap of 3 on the order alone held 3, 4
+    and 5); cut at 3, item 9 and then 1 and 2."""
+    rows = [("a", 1, item, value) for item in (5, 4, 3, 2, 1)]
+    best = 1.0 if by == "rank" else 0.9
+    assert _ranked_rows(rows, 2, by) == [("a", 1, 1, 1), ("a", 1, 2, 2)]
+    assert _ranked_rows([*rows, ("a", 1, 9, best)], 3, by) == [("a", 1, 1, 2), ("a", 1, 2, 3), ("a", 1, 9, 1)]
 
 
 @pytest.mark.parametrize("dialect, copies", [("duckdb", 1), ("sqlite", 3)])

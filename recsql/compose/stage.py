@@ -129,14 +129,15 @@ def _order_ties(node: exp.Expression, ties: str, key: exp.Expression) -> None:
 
 def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: dict) -> None:
     """Set the ranking of a list CTE (list_ranked, second_ranked) for a tie rule: DuckDB's top-k
-    override where it applies (ascending ties, a cutoff), else ROW_NUMBER with the tie key. The main list
-    ranked by a given rank column, its ties broken by the item id itself, takes heaps on the rank alone
-    (sql/_topk_split.duckdb.sql: 17% less time at 10M rows; on scores, whose ties it reads recs again for,
-    no gain); else heaps on (order, tie key) (sql/_topk.duckdb.sql)."""
+    override where it applies (ascending ties, a cutoff), else ROW_NUMBER with the tie key. The main list,
+    its ties broken by the item id itself, takes heaps on the order alone, by rank or by score
+    (sql/_topk_split.duckdb.sql: 17% less time at 10M pre-ranked rows; on scores, 10M rows under a 400 MB
+    memory limit, where heaps keyed by (order, item id) ran out of memory, in about the same time);
+    else heaps on (order, tie key) (sql/_topk.duckdb.sql)."""
     key = _tie_key(plan)
     if (ties == "item_id" and plan.topk and max_k is not None and max_k <= TOPK_MAX_K
             and "tie_bounds" not in features):
-        split = cte.alias == "list_ranked" and plan.rank_col is not None and isinstance(key, exp.Column)
+        split = cte.alias == "list_ranked" and isinstance(key, exp.Column)
         name = f"_topk_split.{plan.topk}" if split else f"_topk.{plan.topk}"
         override = substitute(parse(read_template(name)[1], read="duckdb"), {"max_k": max_k},
                                f"sql/{name}.sql")
