@@ -87,9 +87,10 @@ def to_sql(
     (``"BIGINT"``) or decimals with more than 15 digits (``"DECIMAL(38, <scale>)"``), which a DOUBLE
     would tie (``evaluate`` reads it from the column's type).
 
-    On DuckDB each user's top k comes from a bounded heap; the other dialects number the rows:
+    On DuckDB each user's top k comes from a bounded heap of its k + 1 best (a tie across the cut read again);
+    the other dialects number the rows:
 
-    >>> "ARG_MIN(item_id, (ord, item_id), 10)" in to_sql("db.recs", "db.truth", ["ndcg@10"])
+    >>> "ARG_MIN(item_id, ord, 10 + 1)" in to_sql("db.recs", "db.truth", ["ndcg@10"])
     True
     >>> "ROW_NUMBER() OVER" in to_sql("db.recs", "db.truth", ["ndcg@10"], dialect="postgres")
     True
