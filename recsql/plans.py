@@ -104,7 +104,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
     user = resolve_column(recs, cols["user_col"], "user_col")
     item = resolve_column(recs, cols["item_col"], "item_col")
     order = resolve_order(recs, cols["score_col"], cols["rank_col"])
-    require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)")
+    require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)", runner)
     # every other input keys rows by user and/or item like recs
     keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "expected_recs": ("user", "item"),
              "items": ("item",), "catalog": ("item",), "item_features": ("item",), "intents": ("user", "item"),
@@ -120,12 +120,12 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
             require_same_ids(recs, src, ids)
     if "expected_recs" in sources:
         require_number(sources["expected_recs"], resolve_column(sources["expected_recs"], order, "rank_col" if cols["rank_col"]
-                                                           else "score_col"), "expected_recs' order (the recs' column)")
+                                                           else "score_col"), "expected_recs' order (the recs' column)", runner)
     relevance = None
     if truth is not None and cols["relevance_col"] and (cols["relevance_col"].lower() in {c.lower() for c in truth.columns}
                                                         or cols["relevance_col"] != "relevance"):
         relevance = resolve_column(truth, cols["relevance_col"], "relevance_col")
-        require_number(truth, relevance, "relevance")
+        require_number(truth, relevance, "relevance", runner)
     elif truth is not None and cols["relevance_col"] and not get_convention(cols["convention"]).every_truth_row_relevant:
         # the default 'relevance', absent, and a convention that reads grades (replay's and msr's read none)
         refuse_unnamed_grades(truth, {c.lower() for c in (cols["user_col"], cols["item_col"], *cols["run_cols"])})
@@ -141,26 +141,26 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
             if need in needs:
                 item_columns[option] = resolve_column(sources["items"], cols[option], option)
                 if need not in ("category", "head"):  # a head flag: true/false or 1/0, checked in the query
-                    require_number(sources["items"], item_columns[option], need)
+                    require_number(sources["items"], item_columns[option], need, runner)
         if "features" in needs and "item_features" not in sources:
             item_columns["features_col"] = resolve_column(sources["items"], cols["features_col"], "features_col")
     if "item_features" in sources:
         for option in ("feature_col", "value_col"):
             item_columns[option] = resolve_column(sources["item_features"], cols[option], option)
-        require_number(sources["item_features"], item_columns["value_col"], "feature value")
+        require_number(sources["item_features"], item_columns["value_col"], "feature value", runner)
     if "intents" in sources:
         intents = sources["intents"]
         item_columns["intent_col"] = resolve_column(intents, cols["intent_col"], "intent_col")
         item_columns["intent_relevance_col"] = None
         if cols["relevance_col"] and cols["relevance_col"].lower() in {c.lower() for c in intents.columns}:
             item_columns["intent_relevance_col"] = resolve_column(intents, cols["relevance_col"], "relevance_col")
-            require_number(intents, item_columns["intent_relevance_col"], "intent relevance")
+            require_number(intents, item_columns["intent_relevance_col"], "intent relevance", runner)
     if cols["interaction_weight_col"]:
         if "interactions" not in sources:
             raise RecsqlError(f"interaction_weight_col={cols['interaction_weight_col']!r} weighs the interactions, "
                               "which were not given: pass interactions= (CLI --interactions) or leave the option out")
         weight = resolve_column(sources["interactions"], cols["interaction_weight_col"], "interaction_weight_col")
-        require_number(sources["interactions"], weight, "interaction weight")
+        require_number(sources["interactions"], weight, "interaction weight", runner)
         item_columns["interaction_weight_col"] = weight
     item_columns.update(_log_columns(sources, cols))
     item_columns.update(_policy_columns(recs, cols, metrics))

@@ -5,6 +5,7 @@ Each failure raises :class:`RecsqlError` naming the input, the column and the fi
 from __future__ import annotations
 
 import re
+from typing import Any, NamedTuple
 
 from .errors import RecsqlError
 from .sources import Source
@@ -169,13 +170,53 @@ def require_one_type(source: Source, column: str) -> None:
             f"1 and '1' would never match. Cast the column to one type (CAST({column} AS INTEGER) or AS TEXT)")
 
 
-def require_number(source: Source, column: str, what: str) -> None:
+def require_number(source: Source, column: str, what: str, runner: Any = None) -> None:
+    """A column that must hold numbers; one of text on DuckDB (a CSV file's, say) is read once more to say
+    what its values are (:func:`_text_values`), so that the fix named is the one that works."""
     engine_type = source.columns[column]
     require_one_type(source, column)
     if family(engine_type) not in ("number", "unknown"):
-        raise RecsqlError(
-            f"{source.role} column {column!r} holds {engine_type}, but the {what} must be a number; "
-            f"cast it (e.g. CAST({column} AS DOUBLE)) or name another column")
+        seen = _text_values(runner, source, column) if family(engine_type) == "string" else None
+        said, must, fix = "", "a number", f"cast it (e.g. CAST({column} AS DOUBLE)) or name another column"
+        if seen is not None and seen.numbers == seen.values and seen.not_finite:
+            in_file = getattr(source.relation, "key", "") == "anonymous"  # read_csv(...): a file
+            must = "a finite number"
+            said = (f" (numbers written as text, {seen.not_finite:,} of them NaN or infinite, e.g. {seen.example!r}"
+                    f"{', which a CSV reader leaves as text' if in_file else ''})")
+            fix = ("replace those values with finite numbers or drop those rows" +
+                   ("; the file's column is then read as numbers" if in_file
+                    else f", then cast the column (e.g. CAST({column} AS DOUBLE))"))
+        elif seen is not None and seen.numbers == seen.values:
+            said = " (numbers written as text)"
+        elif seen is not None:
+            wrong = seen.values - seen.numbers
+            said = f" ({wrong:,} of its {seen.values:,} values {'is' if wrong == 1 else 'are'} not a number, e.g. {seen.example!r})"
+            fix = "replace or drop the values that are not numbers, or name another column"
+        raise RecsqlError(f"{source.role} column {column!r} holds {engine_type}{said}, but the {what} must be {must}; {fix}")
+
+
+class _TextValues(NamedTuple):
+    values: int  # not NULL
+    numbers: int  # of those, read as a number
+    not_finite: int  # of those, NaN or infinite
+    example: str | None  # a value that is not a number, else one that is not finite
+
+
+def _text_values(runner: Any, source: Source, column: str) -> _TextValues | None:
+    """What a text column's values read as, on DuckDB (one scan; None elsewhere, or when it fails)."""
+    if runner is None or runner.dialect != "duckdb":
+        return None
+    quoted = '"' + column.replace('"', '""') + '"'
+    value = f"CAST({quoted} AS VARCHAR)"
+    number = f"TRY_CAST({value} AS DOUBLE)"
+    sql = (f"SELECT COUNT({value}), COUNT({number}), COUNT(CASE WHEN NOT ISFINITE({number}) THEN 1 END), "
+           f"COALESCE(MIN(CASE WHEN {number} IS NULL THEN {value} END), MIN(CASE WHEN NOT ISFINITE({number}) THEN {value} END)) "
+           f"FROM {source.relation.sql('duckdb')}")
+    try:
+        values, numbers, not_finite, example = runner.fetch_rows(sql)[0]
+    except Exception:  # noqa: BLE001 - only a better message is lost: the error raised says the type
+        return None
+    return _TextValues(int(values), int(numbers), int(not_finite), example)
 
 
 # The kinds of id that never match one another on every engine alike: some engines refuse to compare

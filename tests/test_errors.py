@@ -25,8 +25,17 @@ CATALOGUE = [
     ("missing score column", dict(recs=RECS.drop(columns="score")), ["recs", "'score'", "score_col="]),
     ("missing rank column", dict(rank_col="pos"), ["recs", "'pos'", "rank_col="]),
     ("missing relevance column named", dict(relevance_col="grade"), ["truth", "'grade'", "relevance_col="]),
-    ("text score", dict(recs=RECS.assign(score=["a", "b", "c"])), ["recs", "'score'", "must be a number", "CAST"]),
-    ("text relevance", dict(truth=TRUTH.assign(relevance=["hi", "lo"])), ["truth", "'relevance'", "must be a number"]),
+    ("text score", dict(recs=RECS.assign(score=["a", "b", "c"])),
+     ["recs", "'score'", "(3 of its 3 values are not a number, e.g. 'a')", "must be a number", "replace or drop"]),
+    ("score of numbers as text", dict(recs=RECS.assign(score=["0.5", "0.4", "x"])),
+     ["(1 of its 3 values is not a number, e.g. 'x')"]),
+    ("score of numbers written as text", dict(recs=RECS.assign(score=["0.5", "0.4", "0.3"])),
+     ["'score' holds VARCHAR (numbers written as text)", "must be a number", "CAST(score AS DOUBLE)"]),
+    ("text score with infinity", dict(recs=RECS.assign(score=["inf", "0.4", "-Infinity"])),
+     ["(numbers written as text, 2 of them NaN or infinite, e.g. '-Infinity')", "must be a finite number",
+      "replace those values with finite numbers or drop those rows, then cast the column (e.g. CAST(score AS DOUBLE))"]),
+    ("text relevance", dict(truth=TRUTH.assign(relevance=["hi", "lo"])),
+     ["truth", "'relevance'", "(2 of its 2 values are not a number, e.g. 'hi')", "must be a number"]),
     ("id types differ", dict(truth=TRUTH.assign(item_id=["1", "3"])), ["item ids differ", "Cast one side"]),
     ("k is zero", dict(metrics=["ndcg@0"]), ["'ndcg'", "k must be >= 1"]),
     ("k is negative", dict(metrics=["map@-3"]), ["'map'", "k must be >= 1"]),
@@ -104,6 +113,21 @@ def test_bad_input_gets_a_clear_error(kwargs, words, tmp_path):
     for word in words:
         assert word in message, (word, message)
     assert "Traceback" not in message and "Binder Error" not in message
+
+
+def test_a_csv_score_column_with_infinity_names_the_values_and_the_fix(tmp_path):
+    """DuckDB's CSV reader takes a column holding 'inf' for text: the error says so at once, and the fix it names
+    (the file's values made finite) is the one that works, where casting would only meet the NaN check next."""
+    recs = tmp_path / "recs.csv"
+    recs.write_text("user_id,item_id,score\n1,1,inf\n1,2,0.5\n2,1,0.3\n")
+    with pytest.raises(recsql.RecsqlError) as info:
+        run(recs=str(recs))
+    message = str(info.value)
+    assert ("recs column 'score' holds VARCHAR (numbers written as text, 1 of them NaN or infinite, e.g. 'inf', which a "
+            "CSV reader leaves as text), but the score (higher is better) must be a finite number; replace those values "
+            "with finite numbers or drop those rows; the file's column is then read as numbers") == message
+    recs.write_text("user_id,item_id,score\n1,1,0.9\n1,2,0.5\n2,1,0.3\n")  # the fix named
+    assert run(recs=str(recs)).summary["n_users"].iloc[0] == 2
 
 
 def test_user_data_is_not_changed():
