@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from .arguments import EXTRA_COLUMNS, refuse_result_name
 from .compose import ITEM_VALUE_INVALID, Plan, target_policy
+from .compose.intents import grouped_from
 from .compose.policy import PER_POSITION
 from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
@@ -181,6 +182,8 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         expected = sources["expected_recs"]
         orders["expected_ord_type"] = order_type(expected.columns[resolve_column(expected, order, "score_col")],
                                                  runner.dialect)
+    orders["intent_grouped_from"] = grouped_from(runner.dialect, get_dialect(runner.dialect).step_depth) \
+        if runner.long_in_steps else 0
     return build_plan(relations, cols, runner.dialect, **orders,
                       user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
                       rank_col=order if cols["rank_col"] else None, relevance_col=relevance,

@@ -378,6 +378,7 @@ def test_duckdbs_greedy_ideal_from_lists_is_the_chains_and_pythons(rows, alphas,
     lists = substitute(parse(read_template("_intent_ideal.duckdb")[1], read="duckdb"), list_values(k), "test")
     got = {name: con.execute(f"SELECT user_id, alpha, step, gain FROM ({sql}) AS q ORDER BY 1, 2, 3").fetchall()
            for name, sql in (("chain", chain), ("lists", lists.sql("duckdb")))}
+    got["grouped chain, in steps on SQLite"] = _grouped_on_sqlite(rows, alphas, k)
     judged: dict = {}
     for user, item, intent in rows:
         judged.setdefault(user, {}).setdefault(item, []).append(intent)
@@ -387,6 +388,57 @@ def test_duckdbs_greedy_ideal_from_lists_is_the_chains_and_pythons(rows, alphas,
         assert [r[:3] for r in found] == [r[:3] for r in python], name
         for mine, want in zip(found, python):
             assert math.isclose(mine[3], want[3], rel_tol=1e-12, abs_tol=1e-15), (name, mine, want)
+
+
+def _grouped_on_sqlite(rows: list, alphas: list, k: int) -> list[tuple]:
+    """The grouped chain (recsql/compose/intents.py, positions of groupings and joins) over ``rows``, run as
+    SQLite's runner runs it: in steps, each CTE read more than once a temporary table."""
+    import sqlite3
+
+    from recsql.compose.intents import ideal_chain
+    from recsql.engines.sqlite import SQLiteRunner
+    from recsql.engines.steps import fetch_in_steps
+    from sqlglot import exp
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE intent_judged (user_id INTEGER, item_id INTEGER, intent TEXT)")
+    con.executemany("INSERT INTO intent_judged VALUES (?, ?, ?)", rows)
+    con.execute("CREATE TABLE intent_alphas (alpha REAL)")
+    con.executemany("INSERT INTO intent_alphas VALUES (?)", [(a,) for a in alphas])
+    ctes, ideal = ideal_chain(k, grouped=True)
+    query = exp.select("user_id", "alpha", "step", "gain").from_(ideal.subquery("q")).order_by("1", "2", "3")
+    query.set("with_", exp.With(expressions=ctes))
+    found = fetch_in_steps(SQLiteRunner(con), query.sql("sqlite"))
+    return [tuple(r) for r in found.itertuples(index=False, name=None)]
+
+
+@pytest.mark.parametrize("at_least", [False, True], ids=["windows", "grouped"])
+def test_sqlites_runner_takes_the_grouped_chain_from_its_cutoff_with_duckdbs_values(at_least):
+    """On SQLite a cutoff long enough to be run in steps gets the grouped chain (recsql/compose/intents.py,
+    grouped_from), one before it the chain of windows; both give DuckDB's values (its per-user lists) user by user."""
+    import random
+    import sqlite3
+
+    from recsql.compose.intents import grouped_from
+    from recsql.dialects import dialect
+
+    first = grouped_from("sqlite", dialect("sqlite").step_depth)
+    assert first > 1
+    k = first if at_least else first - 1
+    rng = random.Random(7)
+    intents = pd.DataFrame([(u, i, s, 1) for u in range(1, 6) for i in rng.sample(range(1, 80), 45)
+                            for s in rng.sample("abcdefg", rng.randint(1, 3))], columns=["user_id", "item_id", "intent", "relevance"])
+    recs = pd.DataFrame([(u, i, rng.random()) for u in range(1, 6) for i in rng.sample(range(1, 80), 50)],
+                        columns=["user_id", "item_id", "score"])
+    metrics = [f"alpha_ndcg@{k}", f"nerr_ia@{k}"]
+    want = recsql.evaluate(recs, None, metrics, intents=intents).per_user
+    con = sqlite3.connect(":memory:")
+    recs.to_sql("recs", con, index=False)
+    intents.to_sql("intents", con, index=False)
+    got = recsql.evaluate("recs", None, metrics, intents="intents", con=con).per_user
+    assert got["user_id"].tolist() == want["user_id"].tolist() == [1, 2, 3, 4, 5]
+    for metric in metrics:
+        assert got[metric].tolist() == pytest.approx(want[metric].tolist(), rel=1e-12, abs=1e-15), metric
 
 
 def test_a_list_can_beat_the_greedy_ideal_and_score_above_one():

@@ -83,6 +83,7 @@ class Plan:
     duplicates: str = "error"
     text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
     topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
+    intent_grouped_from: int = 0  # the cutoff from which the greedy chain is grouped (compose/intents.py; 0: never)
     inline: tuple[str, ...] = ()  # CTEs to write AS NOT MATERIALIZED (recsql/dialects.py)
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
     ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)

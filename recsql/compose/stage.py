@@ -165,7 +165,7 @@ def _intent_ideal(plan: Plan, order: list[str], ctes: dict[str, exp.CTE], featur
         override = parse(read_template(name)[1], read="duckdb")
         ctes["intent_ideal"].set("this", substitute(override, list_values(steps), f"sql/{name}.sql"))
         return
-    chain, ideal = ideal_chain(steps)
+    chain, ideal = ideal_chain(steps, grouped=0 < plan.intent_grouped_from <= steps)
     ctes["intent_ideal"].set("this", ideal)
     _insert_before(order, ctes, "intent_ideal", chain)
 
