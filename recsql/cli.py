@@ -49,7 +49,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
                    "--segments": args.segments})
     check_outputs({"--summary-table": args.summary_table, "--per-user-table": args.per_user_table},
                   {"--per-user": args.per_user},
-                  tables, {**inputs, "--db": args.db}, db=args.db)
+                  tables, {**inputs, "--db": args.db}, db=args.db, replace=args.replace)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -61,7 +61,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     stop_if_signalled()  # a signal during the evaluation: no output, however its KeyboardInterrupt fared
     # outputs first: a closed stdout (`| head -1`) or a failed print must not lose them
     if args.summary_table or args.per_user_table:
-        result.write(args.db, summary=args.summary_table, per_user=args.per_user_table)
+        result.write(args.db, summary=args.summary_table, per_user=args.per_user_table, replace=args.replace)
     if args.per_user:
         writer = WRITERS[Path(args.per_user).suffix.lower()]
         write_file(args.per_user, lambda path: writer(result.per_user, path), "--per-user")
@@ -139,6 +139,8 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--summary-table", help="also write the summary as this table in --db (atomic; never over an "
                                             "input)")
     ev.add_argument("--per-user-table", help="also write the per-user rows as this table in --db")
+    ev.add_argument("--replace", action="store_true", help="let --summary-table/--per-user-table replace a table "
+                                                           "in --db that recsql did not write (never an input)")
     add_min_ess_share(ev)
     ev.add_argument("--out", dest="old_summary_table", help=argparse.SUPPRESS)  # --summary-table's old name
     ev.add_argument("--out-per-user", dest="old_per_user_table", help=argparse.SUPPRESS)

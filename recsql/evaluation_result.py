@@ -42,15 +42,17 @@ class Evaluation:
         """One row per (run, user): the run keys, the user, one column per metric."""
         return self.rows.frame("per_user")
 
-    def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
+    def write(self, con: Any, summary: str | None = None, per_user: str | None = None, replace: bool = False) -> None:
         """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
         ``.duckdb`` path), atomically; refuses, before writing anything, to replace a table the
-        evaluation read (however it is qualified or capitalised, or read through a view) or to
-        write both to one table."""
+        evaluation read (however it is qualified or capitalised, or read through a view), a view, or
+        a table recsql did not write (unless ``replace``), or to write both to one table. Each table
+        written is commented "written by recsql: summary" (or "per_user"), so writing it again needs
+        no ``replace``."""
         from .output import write_outputs
         write_outputs(con, [(label, name, frame) for label, name, frame in
                             (("summary", summary, self.summary), ("per_user", per_user, self.per_user))
-                            if name is not None], protected=self.inputs)
+                            if name is not None], protected=self.inputs, replace=replace)
 
     def compare(self, baseline: Any = None, *, tests: Sequence[str] = ("t", "wilcoxon", "randomization"),
                 ci: float = 0.95, resamples: int = 1000, seed: int = 0, correction: str | None = "holm",

@@ -1,5 +1,6 @@
 """Writing results: tables into a DuckDB database (all in one transaction, CREATE OR REPLACE, never
-over a table the evaluation read); JSON with every digit of each number; and, before anything is
+over a table the evaluation read, nor over one recsql did not write unless asked to: each table recsql
+writes carries the comment :data:`WRITTEN`); JSON with every digit of each number; and, before anything is
 read, refusing every output that would replace an input.
 
 >>> import duckdb, pandas as pd
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # the frames written are pandas', loaded by whoever made them
 
 
 Key = tuple[str, str, str]  # (catalog, schema, table), lower-cased: DuckDB compares names case-insensitively
+WRITTEN = "written by recsql"  # how every table recsql writes begins its comment (COMMENT ON TABLE)
 
 
 def _parts(name: str) -> list[str]:
@@ -59,7 +61,7 @@ class Catalog:
     against an empty database named ``""`` (plain name comparison, case-insensitive)."""
 
     def __init__(self, con: Any = None) -> None:
-        self.database, self.schema, self.views = "", "main", {}
+        self.database, self.schema, self.views, self.tables = "", "main", {}, {}
         if con is None:
             return
         # read on the connection itself: a cursor would not see its current database (USE) or temporary views
@@ -67,6 +69,8 @@ class Catalog:
             "SELECT current_database(), current_schema()").fetchone())
         self.views = {(d.lower(), s.lower(), v.lower()): sql for d, s, v, sql in con.execute(
             "SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall()}
+        self.tables = {(d.lower(), s.lower(), t.lower()): comment or "" for d, s, t, comment in con.execute(
+            "SELECT database_name, schema_name, table_name, comment FROM duckdb_tables() WHERE NOT internal").fetchall()}
 
     def outputs(self, name: str) -> set[Key]:
         """The objects ``CREATE OR REPLACE TABLE name`` may replace."""
@@ -201,6 +205,19 @@ def _guard_tables(catalog: Catalog, tables: Mapping[str, str], inputs: Iterable[
                                   f"name (recsql never replaces its inputs){what}")
 
 
+def _guard_existing(catalog: Catalog, tables: Mapping[str, str], replace: bool, flag: str) -> None:
+    """Refuse an output that would replace a view, or a table recsql did not write (its comment does not
+    begin with :data:`WRITTEN`), unless ``replace``; ``flag`` is how the caller says replace."""
+    for option, name in tables.items():
+        for key in sorted(catalog.outputs(name)):
+            if key in catalog.views:
+                raise RecsqlError(f"{option} {name!r} is a view in the database; choose another name (recsql writes "
+                                  "tables, and never replaces a view)")
+            if key in catalog.tables and not catalog.tables[key].startswith(WRITTEN) and not replace:
+                raise RecsqlError(f"{option} {name!r}: the database already has a table {'.'.join(key)!r} that recsql "
+                                  f"did not write; choose another name, or pass {flag} to replace it")
+
+
 def _open_output_database(con: Any, what: str) -> tuple[Any, Any]:
     """(connection, owned connection or None) to write ``what`` into; a clear error for anything
     DuckDB cannot write to."""
@@ -229,8 +246,10 @@ def _open_output_database(con: Any, what: str) -> tuple[Any, Any]:
 
 
 def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | None],
-                  table_inputs: Iterable[str], file_inputs: Mapping[str, str | None], db: str | None = None) -> None:
-    """Refuse, before anything is read, outputs that cannot be written or would replace an input:
+                  table_inputs: Iterable[str], file_inputs: Mapping[str, str | None], db: str | None = None,
+                  replace: bool = False) -> None:
+    """Refuse, before anything is read, outputs that cannot be written or would replace an input (or,
+    without ``replace``, the command line's ``--replace``, a table recsql did not write):
     ``tables`` and ``files`` are option -> output (a table name in the ``db`` file, a file path),
     ``table_inputs`` the input strings that may name tables, ``file_inputs`` option -> input path or
     glob. Table names are resolved to the objects they denote in ``db`` (catalog, schema,
@@ -254,6 +273,7 @@ def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | No
             con.close()
     _same_table(catalog, chosen)
     _guard_tables(catalog, chosen, table_inputs, "")
+    _guard_existing(catalog, chosen, replace, "--replace")
     # a file a view reads is an input too: `CREATE VIEW recs AS FROM 'recs.parquet'` protects recs.parquet
     file_inputs = {**file_inputs, **{f"{name}, a view reading": path for name in table_inputs
                                      for path in catalog.files(name)}}
@@ -272,17 +292,21 @@ def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | No
                                       "path (recsql never overwrites its inputs)")
 
 
-def write_tables(con: Any, tables: Mapping[str, pd.DataFrame], protected: Iterable[str] = ()) -> None:
+def write_tables(con: Any, tables: Mapping[str, pd.DataFrame], protected: Iterable[str] = (),
+                 replace: bool = False) -> None:
     """``CREATE OR REPLACE TABLE name AS <frame>`` for every entry, in one transaction (see
     :func:`write_outputs`)."""
-    write_outputs(con, [("output table", name, frame) for name, frame in tables.items()], protected)
+    write_outputs(con, [("output table", name, frame) for name, frame in tables.items()], protected, replace)
 
 
-def write_outputs(con: Any, outputs: list[tuple[str, Any, pd.DataFrame]], protected: Iterable[str] = ()) -> None:
+def write_outputs(con: Any, outputs: list[tuple[str, Any, pd.DataFrame]], protected: Iterable[str] = (),
+                  replace: bool = False) -> None:
     """Write each ``(label, table name, frame)`` as ``CREATE OR REPLACE TABLE``, in one transaction,
-    after checking every name and the database: two outputs may not be one table, and no output may
+    after checking every name and the database: two outputs may not be one table, no output may
     be a ``protected`` (input) table or a table behind an input view, however it is qualified or
-    capitalised. Every refusal happens before anything is written."""
+    capitalised, nor a view, nor (without ``replace``) a table recsql did not write. Each table
+    written carries the comment "written by recsql: <label>", which lets the next write replace it.
+    Every refusal happens before anything is written."""
     for label, name, _ in outputs:
         if not isinstance(name, str) or not name:
             raise RecsqlError(f"{label}: a table name must be a non-empty string, got {name!r}; e.g. 'metrics'")
@@ -304,13 +328,14 @@ def write_outputs(con: Any, outputs: list[tuple[str, Any, pd.DataFrame]], protec
                               "or a .duckdb path") from None
         _same_table(catalog, named)
         _guard_tables(catalog, named, protected, "")
-        _create(con, {name: frame for _, name, frame in outputs}, what)
+        _guard_existing(catalog, named, replace, "replace=True")
+        _create(con, {name: (label, frame) for label, name, frame in outputs}, what)
     finally:
         if owned is not None:
             owned.close()
 
 
-def _create(con: Any, tables: dict[str, pd.DataFrame], what: str) -> None:
+def _create(con: Any, tables: dict[str, tuple[str, pd.DataFrame]], what: str) -> None:
     """Create the tables in one transaction: recsql's own, or the user's open one, which the user
     then commits or rolls back (DuckDB aborts a transaction on any failed statement, so a failure
     inside the user's says so)."""
@@ -319,10 +344,12 @@ def _create(con: Any, tables: dict[str, pd.DataFrame], what: str) -> None:
     if own:
         con.execute("BEGIN TRANSACTION")
     try:
-        for name, frame in tables.items():
+        for name, (label, frame) in tables.items():
             views.append(f"__recsql_out_{uuid.uuid4().hex[:12]}")
             con.register(views[-1], frame)
-            con.execute(f"CREATE OR REPLACE TABLE {table_relation(name).sql('duckdb')} AS SELECT * FROM {views[-1]}")
+            table = table_relation(name).sql("duckdb")
+            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {views[-1]}")
+            con.execute(f"COMMENT ON TABLE {table} IS '{WRITTEN}: {label.replace(chr(39), chr(39) * 2)}'")
         if own:
             stop_if_signalled()  # the command line's signal, even if its KeyboardInterrupt was swallowed
             con.execute("COMMIT")

@@ -1,5 +1,6 @@
 """Outputs never cost the user a byte: `--out` / `Evaluation.write` may not replace an input however
-it is named (qualified, capitalised, or behind a view), every output is checked before any is
+it is named (qualified, capitalised, or behind a view), nor a view, nor a table recsql did not write
+unless asked (`--replace`, `replace=True`), every output is checked before any is
 written, files are written atomically, outputs are written before the summary is printed (a
 closed stdout loses none, but is an error), files are kept as the user has them (a symbolic link is
 written through, a file keeps its mode, a new one gets the umask's), an output that cannot be
@@ -92,6 +93,65 @@ def test_write_over_an_input_however_named_is_refused(shop):
     result.write(con, summary="metrics", per_user="metrics_by_user")
     con.close()
     assert _tables(shop) == ["metrics", "metrics_by_user", "recs_t", "truth"]
+
+
+def _rows(db: Path, table: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(f"SELECT * FROM {table}").fetchall()
+    finally:
+        con.close()
+
+
+def test_write_never_replaces_a_table_recsql_did_not_write_unless_asked(shop):
+    """A table that is not an input but that recsql did not write (the user's own) is refused, both
+    outputs unwritten and the file unchanged, until replace=True; a view is refused even then; a
+    table recsql wrote (its comment says so) is replaced by the next write without asking."""
+    con = duckdb.connect(str(shop))
+    con.execute("CREATE TABLE mine AS SELECT 42 AS answer")
+    con.execute("COMMENT ON TABLE mine IS 'my notes'")
+    con.execute("CREATE VIEW seen AS SELECT 1 AS one")
+    con.close()
+    result = recsql.evaluate("recs", "truth", ["ndcg@10"], con=str(shop))
+    before = _sha(shop)
+    for name in ("mine", "MINE", "main.mine", "w.main.Mine"):
+        with pytest.raises(recsql.RecsqlError, match=rf"summary {name!r}: the database already has a table 'w.main.mine' "
+                                                     r"that recsql did not write; choose another name, or pass "
+                                                     r"replace=True to replace it"):
+            result.write(str(shop), summary=name, per_user="metrics_by_user")
+    for replace in (False, True):
+        with pytest.raises(recsql.RecsqlError, match="per_user 'seen' is a view in the database; choose another name"):
+            result.write(str(shop), summary="metrics", per_user="seen", replace=replace)
+    assert _sha(shop) == before and _rows(shop, "mine") == [(42,)]
+    result.write(str(shop), summary="metrics", per_user="metrics_by_user")
+    result.write(str(shop), summary="metrics", per_user="metrics_by_user")  # recsql's own tables: no replace needed
+    con = duckdb.connect(str(shop), read_only=True)
+    comments = dict(con.execute("SELECT table_name, comment FROM duckdb_tables()").fetchall())
+    con.close()
+    assert comments == {"metrics": "written by recsql: summary", "metrics_by_user": "written by recsql: per_user",
+                        "mine": "my notes", "recs_t": None, "truth": None}
+    result.write(str(shop), summary="mine", replace=True)
+    assert _rows(shop, "mine") == _rows(shop, "metrics") == [tuple(result.summary.iloc[0])]
+
+
+def test_summary_table_over_a_table_recsql_did_not_write_needs_replace(shop, capsys):
+    con = duckdb.connect(str(shop))
+    con.execute("CREATE TABLE mine AS SELECT 42 AS answer")
+    con.close()
+    before = _sha(shop)
+    command = ["evaluate", "recs", "truth", "--db", str(shop), "-m", "ndcg@10", "--summary-table", "metrics",
+               "--per-user-table", "Mine"]
+    assert main(command) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (
+        "recsql: error: --per-user-table 'Mine': the database already has a table 'w.main.mine' that recsql did not "
+        "write; choose another name, or pass --replace to replace it\n")
+    assert _sha(shop) == before
+    assert main(command + ["--replace"]) == 0
+    assert main(command) == 0  # now recsql's own table
+    capsys.readouterr()
+    assert sorted(map(str.lower, _tables(shop))) == ["metrics", "mine", "recs_t", "truth"]
+    assert _rows(shop, "mine")[0][0] == 1  # the per-user rows: user 1's
 
 
 def test_write_to_a_database_it_cannot_write_is_a_clear_error(tmp_path):
