@@ -413,16 +413,22 @@ def _grouped_on_sqlite(rows: list, alphas: list, k: int) -> list[tuple]:
 
 
 @pytest.mark.parametrize("at_least", [False, True], ids=["windows", "grouped"])
-def test_sqlites_runner_takes_the_grouped_chain_from_its_cutoff_with_duckdbs_values(at_least):
-    """On SQLite a cutoff long enough to be run in steps gets the grouped chain (recsql/compose/intents.py,
-    grouped_from), one before it the chain of windows; both give DuckDB's values (its per-user lists) user by user."""
+@pytest.mark.parametrize("name", ["sqlite", "mysql", "clickhouse", "datafusion"])
+def test_runners_in_steps_take_the_grouped_chain_from_their_cutoff_with_duckdbs_values(name, at_least, monkeypatch):
+    """On SQLite, MariaDB, ClickHouse and DataFusion a cutoff long enough to be run in steps gets the grouped chain
+    (recsql/compose/intents.py, grouped_from), one before it the chain of windows; both give DuckDB's values (its
+    per-user lists) user by user, over 5 users with 45 judged items each, 1 to 3 intents per item."""
     import random
-    import sqlite3
+    from contextlib import ExitStack
 
-    from recsql.compose.intents import grouped_from
+    from recsql.compose.intents import GROUPED, grouped_from
     from recsql.dialects import dialect
+    from recsql.engines.steps import fetch_in_steps
+    from sqlglot import exp
+    from support.engines import start
 
-    first = grouped_from("sqlite", dialect("sqlite").step_depth)
+    assert set(GROUPED) == {"sqlite", "mysql", "clickhouse", "datafusion"}  # this test's engines
+    first = grouped_from(name, dialect(name).step_depth)
     assert first > 1
     k = first if at_least else first - 1
     rng = random.Random(7)
@@ -432,13 +438,19 @@ def test_sqlites_runner_takes_the_grouped_chain_from_its_cutoff_with_duckdbs_val
                         columns=["user_id", "item_id", "score"])
     metrics = [f"alpha_ndcg@{k}", f"nerr_ia@{k}"]
     want = recsql.evaluate(recs, None, metrics, intents=intents).per_user
-    con = sqlite3.connect(":memory:")
-    recs.to_sql("recs", con, index=False)
-    intents.to_sql("intents", con, index=False)
-    got = recsql.evaluate("recs", None, metrics, intents="intents", con=con).per_user
+    ran: list[str] = []  # the CTEs of each statement run in steps
+    monkeypatch.setattr("recsql.engines.steps.fetch_in_steps", lambda runner, tree, *a, **kw: (
+        ran.extend(cte.alias_or_name for cte in tree.find_all(exp.CTE)), fetch_in_steps(runner, tree, *a, **kw))[1])
+    with ExitStack() as stack:
+        engine = start(name, stack)
+        names = {role: engine.load(frame) for role, frame in (("recs", recs), ("intents", intents))}
+        got = recsql.evaluate(names["recs"], None, metrics, intents=names["intents"], con=engine.con).per_user
+    grouped = f"intent_best_{k}" in ran
+    assert grouped == at_least, (name, k, len(ran))
     assert got["user_id"].tolist() == want["user_id"].tolist() == [1, 2, 3, 4, 5]
     for metric in metrics:
         assert got[metric].tolist() == pytest.approx(want[metric].tolist(), rel=1e-12, abs=1e-15), metric
+    assert 0 < want[metrics[0]].min() < want[metrics[0]].max() < 1
 
 
 def test_a_list_can_beat_the_greedy_ideal_and_score_above_one():
