@@ -413,9 +413,9 @@ def _grouped_on_sqlite(rows: list, alphas: list, k: int) -> list[tuple]:
 
 
 @pytest.mark.parametrize("at_least", [False, True], ids=["windows", "grouped"])
-@pytest.mark.parametrize("name", ["sqlite", "mysql", "clickhouse", "datafusion"])
+@pytest.mark.parametrize("name", ["sqlite", "mysql", "clickhouse"])
 def test_runners_in_steps_take_the_grouped_chain_from_their_cutoff_with_duckdbs_values(name, at_least, monkeypatch):
-    """On SQLite, MariaDB, ClickHouse and DataFusion a cutoff long enough to be run in steps gets the grouped chain
+    """On SQLite, MariaDB and ClickHouse a cutoff long enough to be run in steps gets the grouped chain
     (recsql/compose/intents.py, grouped_from), one before it the chain of windows; both give DuckDB's values (its
     per-user lists) user by user, over 5 users with 45 judged items each, 1 to 3 intents per item."""
     import random
@@ -427,7 +427,7 @@ def test_runners_in_steps_take_the_grouped_chain_from_their_cutoff_with_duckdbs_
     from sqlglot import exp
     from support.engines import start
 
-    assert set(GROUPED) == {"sqlite", "mysql", "clickhouse", "datafusion"}  # this test's engines
+    assert set(GROUPED) == {"sqlite", "mysql", "clickhouse"}  # this test's engines
     first = grouped_from(name, dialect(name).step_depth)
     assert first > 1
     k = first if at_least else first - 1

@@ -16,13 +16,14 @@ so the steps sort and compare small integers, whatever the ids' types (1.13–1.
 docs/performance.md). ``intent_ideal`` then reads (user_id, alpha, step, gain). DuckDB takes the
 same picks from per-user lists instead (sql/_intent_ideal.duckdb.sql).
 
-The runners of SQLite, MariaDB, ClickHouse and DataFusion, which run a statement nesting more SELECTs than the
+The runners of SQLite, MariaDB and ClickHouse, which run a statement nesting more SELECTs than the
 engine takes in steps, each CTE read more than once a temporary table of its own (recsql/engines/steps.py), get
 from that cutoff on (:func:`grouped_from`) a chain whose positions are groupings and joins over the items not yet
 picked (:func:`_grouped_step`): each reads the position before three times, which costs nothing once it is a
 table, and sorts only the open items, once. The same picks; at @100, 2.7× faster on SQLite, 1.6× on MariaDB,
-1.35× on ClickHouse, 2× on DataFusion (docs/performance.md). Spark's runner keeps the chain of windows: each of
-its steps is a local checkpoint, and with the grouped chain's 300 its driver ran out of Java heap. The SQL that
+1.35× on ClickHouse (docs/performance.md). Spark's and DataFusion's runners keep the chain of windows: each of
+Spark's steps is a local checkpoint, and with the grouped chain's 300 its driver ran out of Java heap; DataFusion
+took two metrics in half the time but every metric at @100 no longer fit its 4 GB pool. The SQL that
 ``to_sql`` writes keeps the chain of windows, which runs in one statement: a grouped chain would not, on an
 engine that writes a CTE out at each read.
 """
@@ -68,11 +69,12 @@ def _step(before: str, step: int) -> str:
 # Runners that run a long statement in steps, each CTE read more than once a step of its own (recsql/engines/steps.py):
 # there a chain long enough to be run in steps is written with positions of groupings and joins instead of three
 # windows each (:func:`_grouped_step`; alpha_ndcg@100 and nerr_ia@100 on MovieLens-100K-shaped data: SQLite 29.8 s
-# against 81.8 s for alpha_ndcg alone, MariaDB 36 s against 57 s, ClickHouse 11.5 s against 15.6 s, DataFusion 12.4 s
-# against 25 s). Not in one statement: SQLite writes a CTE out at each read, and a position reads the one before
-# three times. Not Spark: a step there is a local checkpoint, and 300 of them ran its driver out of Java heap.
+# against 81.8 s for alpha_ndcg alone, MariaDB 36 s against 57 s, ClickHouse 11.5 s against 15.6 s). Not in one
+# statement: SQLite writes a CTE out at each read, and a position reads the one before three times. Not Spark: a
+# step there is a local checkpoint, and 300 of them ran its driver out of Java heap. Not DataFusion: 12.4 s against
+# 25 s for those two metrics, but every metric at @100 then ran out of its 4 GB memory pool in an external sort.
 # ("mysql" is MariaDB's: MySQL's runner runs nothing in steps.)
-GROUPED = ("sqlite", "mysql", "clickhouse", "datafusion")
+GROUPED = ("sqlite", "mysql", "clickhouse")
 SELECTS_PER_POSITION = 4  # the SELECTs a position of either form nests through the one before
 
 
